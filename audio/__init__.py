@@ -1,0 +1,1 @@
+"""ember.audio: streaming audio I/O, DSP transforms, ASR models and pipelines."""

@@ -1,0 +1,91 @@
+"""ember: the PyTorch domain-library experience on numpy (CPU) and cupy (GPU).
+
+    >>> import ember
+    >>> x = ember.randn(3, 4, requires_grad=True)
+    >>> y = (x @ x.T).sum()
+    >>> y.backward()
+"""
+from __future__ import annotations
+
+from . import dtypes as _dtypes
+from ._backend import cuda_available as _cuda_available, device
+from .dtypes import (bfloat16, bool, cdouble, cfloat, complex64, complex128, double, float,
+                     float16, float32, float64, get_default_dtype, half, int, int8, int16, int32,
+                     int64, long, set_default_dtype, short, uint8)
+from ._tensor import Tensor
+from ._format import set_printoptions
+from .autograd import (enable_grad, inference_mode, is_grad_enabled, no_grad,
+                       set_grad_enabled)
+from . import autograd
+from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,
+                     seed, set_rng_state)
+from .factories import *  # noqa: F401,F403
+from .factories import __all__ as _fact_all
+from .ops.elementwise import *  # noqa: F401,F403
+from .ops.reduce import *  # noqa: F401,F403
+from .ops.shape import *  # noqa: F401,F403
+from .ops.index import *  # noqa: F401,F403
+from .ops.linalg import *  # noqa: F401,F403
+from . import linalg
+
+__version__ = "0.1.0"
+
+Size = tuple
+dtype = type(float32)
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t) -> bool:
+    return t.is_floating_point()
+
+
+def numel(t):
+    return t.numel()
+
+
+def promote_types(a, b):
+    return _dtypes.promote_types(a, b)
+
+
+def result_type(a, b):
+    from .ops._util import to_tensor
+
+    ta = a if isinstance(a, Tensor) else None
+    tb = b if isinstance(b, Tensor) else None
+    if ta is not None and tb is not None:
+        return _dtypes.result_type(ta.data, tb.data)
+    if ta is not None:
+        return _dtypes.scalar_result_type(ta.dtype, b)
+    if tb is not None:
+        return _dtypes.scalar_result_type(tb.dtype, a)
+    return to_tensor(a).dtype
+
+
+class cuda:  # namespace, mirrors torch.cuda's most used entry points
+    @staticmethod
+    def is_available():
+        return _cuda_available()
+
+    @staticmethod
+    def device_count():
+        if not _cuda_available():
+            return 0
+        from ._backend import cupy
+
+        return cupy().cuda.runtime.getDeviceCount()
+
+    @staticmethod
+    def synchronize(device=None):
+        if _cuda_available():
+            from ._backend import cupy
+
+            cupy().cuda.Device().synchronize()
+
+    @staticmethod
+    def manual_seed(s):
+        manual_seed(s)
+
+    manual_seed_all = manual_seed

@@ -1,0 +1,438 @@
+"""``Tensor``: one ndarray (numpy or cupy) plus autograd bookkeeping.
+
+The op families live in mixins, one file each under ``ember/ops/`` (elementwise, reduce,
+shape, index, linalg); this file holds the object itself: construction, properties,
+conversions, devices and the autograd entry points.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _backend as B
+from . import dtypes as D
+from .autograd.grad_mode import STATE
+from .autograd import graph as G
+from .ops.elementwise import ElementwiseOps
+from .ops.reduce import ReduceOps
+from .ops.shape import ShapeOps
+from .ops.index import IndexOps
+from .ops.linalg import LinalgOps
+
+_ndarray = np.ndarray
+_generic = np.generic
+_asarray = np.asarray
+
+
+class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps):
+    """An n-dimensional array on a device, with autograd.
+
+    >>> import ember
+    >>> x = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([2., 4., 6.])
+    """
+
+    __slots__ = ("data", "requires_grad", "grad", "grad_fn", "_out_nr", "_version", "_base",
+                 "_hooks", "__weakref__")
+    __array_priority__ = 1000  # numpy defers `ndarray <op> Tensor` to Tensor's reflected ops
+
+    def __init__(self, data=None, *, dtype=None, device=None, requires_grad=False):
+        # ``ember.Tensor(array)`` wraps without copy where possible; prefer ``ember.tensor``.
+        from .factories import _to_array
+
+        arr = _to_array([] if data is None else data, dtype, device)
+        self.data = arr
+        self.requires_grad = False
+        self.grad = None
+        self.grad_fn = None
+        self._out_nr = 0
+        self._version = None
+        self._base = None
+        self._hooks = None
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @staticmethod
+    def _make(data):
+        """Wrap an array (no copy, no checks): the constructor every op uses."""
+        if data.__class__ is not _ndarray and isinstance(data, _generic):
+            data = _asarray(data)
+        t = _new(Tensor)
+        t.data = data
+        t.requires_grad = False
+        t.grad = None
+        t.grad_fn = None
+        t._out_nr = 0
+        t._version = None
+        t._base = None
+        t._hooks = None
+        return t
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def shape(self):
+        return self.data.shape
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.data.shape
+        return self.data.shape[_dim(dim, self.data.ndim)]
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def device(self):
+        return B.device_of(self.data)
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    def dim(self):
+        return self.data.ndim
+
+    ndimension = dim
+
+    def numel(self):
+        return int(self.data.size)
+
+    nelement = numel
+
+    def element_size(self):
+        return self.data.dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self.data.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.data.nbytes
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def is_cuda(self):
+        return B.is_cuda_array(self.data)
+
+    @property
+    def is_cpu(self):
+        return type(self.data) is _ndarray
+
+    def is_floating_point(self):
+        return D.is_floating(self.data.dtype)
+
+    def is_complex(self):
+        return self.data.dtype.kind == "c"
+
+    def stride(self, dim=None):
+        st = tuple(s // self.data.dtype.itemsize for s in self.data.strides)
+        return st if dim is None else st[_dim(dim, self.data.ndim)]
+
+    def is_contiguous(self, memory_format=None):
+        return bool(self.data.flags.c_contiguous)
+
+    def data_ptr(self):
+        d = self.data
+        return d.ctypes.data if type(d) is _ndarray else d.data.ptr
+
+    def get_device(self):
+        d = self.device
+        return -1 if d.type == "cpu" else d.index
+
+    @property
+    def _version_count(self):
+        return 0 if self._version is None else self._version[0]
+
+    # ------------------------------------------------------------------ conversion
+    def numpy(self, *, force=False):
+        """The underlying numpy array (zero copy on CPU). ``force=True`` also detaches and
+        copies from the GPU."""
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "can't call numpy() on a tensor that requires grad: use tensor.detach().numpy()")
+        d = self.data
+        if type(d) is _ndarray:
+            return d
+        if force:
+            return B.to_device(d, "cpu")
+        raise TypeError(
+            f"can't convert a {self.device} tensor to numpy: use tensor.cpu() to copy it to "
+            "host memory first")
+
+    def __array__(self, dtype=None, copy=None):
+        d = self.data
+        if type(d) is not _ndarray:
+            d = B.to_device(d, "cpu")
+        if dtype is not None and d.dtype != dtype:
+            return d.astype(dtype)
+        if copy:
+            return d.copy()
+        return d
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.data.__dlpack_device__()
+
+    def item(self):
+        if self.data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self.data.size} elements cannot be converted to a Python scalar")
+        return self.data.reshape(()).item() if type(self.data) is _ndarray \
+            else self.data.reshape(()).get().item()
+
+    def tolist(self):
+        d = self.data if type(self.data) is _ndarray else B.to_device(self.data, "cpu")
+        return d.tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.data.dtype.kind not in "iub" or self.data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of a Tensor with {self.data.size} elements is ambiguous")
+        return bool(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __iter__(self):
+        if self.data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    __hash__ = object.__hash__
+
+    def __reduce_ex__(self, proto):
+        d = self.data if type(self.data) is _ndarray else B.to_device(self.data, "cpu")
+        return (_rebuild, (d, str(self.device), self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("only leaf tensors (created by the user) support deepcopy")
+        t = Tensor._make(self.data.copy())
+        t.requires_grad = self.requires_grad
+        if self.grad is not None:
+            t.grad = Tensor._make(self.grad.data.copy())
+        memo[id(self)] = t
+        return t
+
+    # ------------------------------------------------------------------ device / dtype
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, (str, B.device)) and not (isinstance(a, str) and a == "bfloat16"):
+                device = a
+            elif isinstance(a, int) and not isinstance(a, bool):
+                device = a
+            else:
+                dtype = a
+        dt = D.to_dtype(dtype)
+        out = self
+        if device is not None:
+            dev = B.device(device)
+            if dev != self.device:
+                out = _ToDevice.apply(out, dev)
+        if dt is not None and dt != out.data.dtype:
+            out = out._cast(dt)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        return self.to(B.device("cuda", 0 if device is None else device)
+                       if not isinstance(device, (str, B.device)) else device)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"ember.{D.name(self.dtype)}"
+        return self.to(dtype)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def float(self):
+        return self.to(D.float32)
+
+    def double(self):
+        return self.to(D.float64)
+
+    def half(self):
+        return self.to(D.float16)
+
+    def bfloat16(self):
+        return self.to("bfloat16")
+
+    def long(self):
+        return self.to(D.int64)
+
+    def int(self):
+        return self.to(D.int32)
+
+    def short(self):
+        return self.to(D.int16)
+
+    def char(self):
+        return self.to(D.int8)
+
+    def byte(self):
+        return self.to(D.uint8)
+
+    def bool(self):
+        return self.to(D.bool)
+
+    # ------------------------------------------------------------------ autograd
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into each leaf's ``.grad``."""
+        from .autograd import backward
+
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph,
+                 inputs=inputs)
+
+    def requires_grad_(self, requires_grad=True):
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables; use .detach() to "
+                "get a tensor that does not require grad")
+        if requires_grad and not (D.is_floating(self.data.dtype) or self.data.dtype.kind == "c"):
+            raise RuntimeError(
+                f"only tensors of floating point or complex dtype can require gradients, got "
+                f"{D.name(self.data.dtype)}")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def detach(self):
+        t = Tensor._make(self.data)
+        t._version = self._vc()
+        return t
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def retain_grad(self):
+        if self.grad_fn is None:
+            return
+        ex = self.grad_fn._get_extra()
+        if ex.get("retains", set()).__contains__(self._out_nr):
+            return
+        ex.setdefault("retains", set()).add(self._out_nr)
+        self.grad_fn.register_prehook(G.retain_grad_hook(self), self._out_nr)
+
+    @property
+    def retains_grad(self):
+        fn = self.grad_fn
+        return fn is not None and fn._extra is not None and \
+            self._out_nr in fn._extra.get("retains", ())
+
+    def register_hook(self, hook):
+        """``hook(grad) -> grad or None``, called with the gradient w.r.t. this tensor."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn.register_prehook(hook, self._out_nr)
+        if self._hooks is None:
+            self._hooks = {}
+        lst = self._hooks.setdefault("pre", [])
+        lst.append(hook)
+        return G.RemovableHandle(lst, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """``hook(tensor)`` after a leaf's ``.grad`` was updated (DDP uses this)."""
+        if self.grad_fn is not None:
+            raise RuntimeError("post-accumulate-grad hooks can only be registered on leaf tensors")
+        if self._hooks is None:
+            self._hooks = {}
+        lst = self._hooks.setdefault("post", [])
+        lst.append(hook)
+        return G.RemovableHandle(lst, hook)
+
+    # ------------------------------------------------------------------ versioning
+    def _vc(self):
+        """This tensor's version counter (created on first need; shared with views)."""
+        c = self._version
+        if c is None:
+            c = self._version = [0]
+        return c
+
+    def _bump(self):
+        c = self._version
+        if c is None:
+            self._version = [1]
+        else:
+            c[0] += 1
+
+    # ------------------------------------------------------------------ repr
+    def __repr__(self):
+        from ._format import format_tensor
+
+        return format_tensor(self)
+
+    def __format__(self, spec):
+        if self.data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+
+_new = object.__new__
+
+
+def _rebuild(arr, dev, requires_grad):
+    t = Tensor._make(arr)
+    if dev != "cpu":
+        t = t.to(dev)
+    t.requires_grad = requires_grad
+    return t
+
+
+def _dim(dim, ndim):
+    lo, hi = -max(ndim, 1), max(ndim, 1) - 1
+    if not lo <= dim <= hi:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+    return dim + ndim if dim < 0 else dim
+
+
+class _ToDeviceBackward(G.Node):
+    __slots__ = ("src",)
+
+    def backward(self, g):
+        return (g.to(self.src),)
+
+
+class _ToDevice:
+    @staticmethod
+    def apply(x, dev):
+        out = Tensor._make(B.to_device(x.data, dev))
+        if STATE.enabled and x.requires_grad:
+            n = G.new_node(_ToDeviceBackward)
+            n.src = x.device
+            G.record(n, out, x)
+        return out

@@ -1,0 +1,474 @@
+"""The autograd graph and its engine.
+
+A differentiable op that ran with grad enabled leaves a ``Node`` as its output's ``grad_fn``.
+``node.next`` holds one edge per differentiable input: ``None`` (the input needs no grad),
+``(leaf_tensor, 0)`` for a leaf that requires grad, or ``(producer_node, output_nr)``.
+Nodes hold no input tensors unless they saved them for backward, so memory is only what
+backward needs. ``node.backward(grad)`` returns one gradient per edge, computed with
+ember's own (differentiable) ops, which is what makes higher-order gradients work: under
+``create_graph=True`` the backward pass records a graph of its own.
+
+The engine is iterative (dependency counts + a stack), so graph depth is unlimited.
+"""
+from __future__ import annotations
+
+import traceback
+import weakref
+
+from .grad_mode import STATE
+
+
+class _Freed:
+    __slots__ = ()
+
+
+FREED = _Freed()
+
+
+def _edge(t):
+    if not t.requires_grad:
+        return None
+    fn = t.grad_fn
+    return (t, 0) if fn is None else (fn, t._out_nr)
+
+
+class Node:
+    """Base of all backward nodes. Subclasses implement ``backward(grad) -> tuple``."""
+
+    __slots__ = ("next", "saved", "_extra", "__weakref__")
+    n_outputs = 1
+    # False for nodes whose backward uses raw arrays (no double backward).
+    differentiable = True
+
+    def backward(self, grad):  # pragma: no cover - always overridden
+        raise RuntimeError(f"{self.name()} has no backward")
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()}>"
+
+    @property
+    def next_functions(self):
+        out = []
+        for e in self.next:
+            if e is None:
+                out.append((None, 0))
+            elif isinstance(e[0], Node):
+                out.append(e)
+            else:
+                out.append((AccumulateGrad(e[0]), 0))
+        return tuple(out)
+
+    # -- saved tensors -------------------------------------------------------------
+    def save(self, *tensors):
+        """Save input tensors for backward; each one's version is checked when unpacked."""
+        self.saved = tuple(None if t is None else (t, 0 if t._version is None else t._version[0])
+                           for t in tensors)
+
+    def unpack(self):
+        saved = self.saved
+        if saved is FREED:
+            raise RuntimeError(
+                f"{self.name()}: trying to backward through the graph a second time, or to use "
+                "saved tensors after backward freed them. Pass retain_graph=True to the first "
+                "backward() or autograd.grad() call if you need to go through the graph again.")
+        out = []
+        for s in saved:
+            if s is None:
+                out.append(None)
+                continue
+            t, v = s
+            if type(t) is _SavedOutput:
+                t = t.unpack(self)
+            elif (0 if t._version is None else t._version[0]) != v:
+                raise RuntimeError(
+                    f"one of the tensors needed for gradient computation has been modified by an "
+                    f"in-place operation: a tensor of shape {list(t.shape)} saved by "
+                    f"{self.name()} is at version {t._version[0]}, expected version {v}. "
+                    "Use an out-of-place op (or .clone()) before modifying it.")
+            out.append(t)
+        return out
+
+    def release(self):
+        if self.saved is not None:
+            self.saved = FREED
+
+    # -- hooks ---------------------------------------------------------------------
+    def _get_extra(self):
+        ex = self._extra
+        if ex is None:
+            ex = self._extra = {}
+        return ex
+
+    def register_prehook(self, fn, output_nr=0):
+        hooks = self._get_extra().setdefault("pre", {}).setdefault(output_nr, [])
+        hooks.append(fn)
+        return RemovableHandle(hooks, fn)
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` after this node's backward ran."""
+        hooks = self._get_extra().setdefault("post", [])
+        hooks.append(fn)
+        return RemovableHandle(hooks, fn)
+
+
+class _SavedOutput:
+    """An op's own output saved for its backward: holds the array, not the Tensor, so the
+    graph has no reference cycle; unpacking re-links a Tensor to the node."""
+
+    __slots__ = ("data", "version", "counter", "out_nr")
+
+    def unpack(self, node):
+        from .._tensor import Tensor
+
+        if self.counter[0] != self.version:
+            raise RuntimeError(
+                f"one of the tensors needed for gradient computation has been modified by an "
+                f"in-place operation: the output of {node.name()} (shape "
+                f"{list(self.data.shape)}) is at version {self.counter[0]}, expected version "
+                f"{self.version}. Use an out-of-place op (or .clone()) before modifying it.")
+        t = Tensor._make(self.data)
+        t.grad_fn = node
+        t.requires_grad = True
+        t._out_nr = self.out_nr
+        t._version = self.counter
+        return t
+
+
+def saved_output(t):
+    """Token for saving the op's own output ``t`` (see ``Node.save``)."""
+    s = _SavedOutput()
+    s.data = t.data
+    c = t._version
+    if c is None:
+        c = t._version = [0]
+    s.counter = c
+    s.version = c[0]
+    s.out_nr = t._out_nr
+    return (s, 0)
+
+
+class AccumulateGrad(Node):
+    """Shown in ``next_functions`` for leaves (the engine accumulates into them directly)."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.next = ()
+        self.saved = None
+        self._extra = None
+        self.variable = variable
+
+
+class RemovableHandle:
+    __slots__ = ("_hooks", "_fn")
+
+    def __init__(self, hooks, fn):
+        self._hooks = hooks
+        self._fn = fn
+
+    def remove(self):
+        try:
+            self._hooks.remove(self._fn)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def record(node, out, *inputs):
+    """Attach ``node`` as ``out``'s grad_fn with one edge per input (``None`` allowed)."""
+    node.next = tuple(None if t is None else _edge(t) for t in inputs)
+    if node.saved is None:
+        pass
+    out.grad_fn = node
+    out.requires_grad = True
+    if STATE.anomaly:
+        node._get_extra()["trace"] = "".join(traceback.format_stack()[:-2])
+    return out
+
+
+def new_node(cls):
+    n = cls.__new__(cls)
+    n.saved = None
+    n._extra = None
+    return n
+
+
+# ---------------------------------------------------------------------------------
+# engine
+# ---------------------------------------------------------------------------------
+
+def _root(arr):
+    b = getattr(arr, "base", None)
+    return arr if b is None else b
+
+
+def _check_anomaly(node, grads):
+    from .._backend import namespace
+
+    for i, g in enumerate(grads):
+        if g is None:
+            continue
+        xp = namespace(g.data)
+        if g.data.dtype.kind in "fc" and not bool(xp.isfinite(g.data).all()):
+            trace = (node._extra or {}).get("trace", "")
+            where = f"\nThe forward call that created it:\n{trace}" if trace else ""
+            bad = "nan" if bool(xp.isnan(g.data).any()) else "inf"
+            raise RuntimeError(
+                f"Function '{node.name()}' returned {bad} values in its {i}th output.{where}")
+
+
+def _call_node(node, grad):
+    """Run one node's backward with its hooks; returns the tuple of input grads."""
+    extra = node._extra
+    if extra is not None and "pre" in extra:
+        pre = extra["pre"]
+        if node.n_outputs == 1:
+            for fn in list(pre.get(0, ())):
+                r = fn(grad)
+                if r is not None:
+                    grad = r
+        else:
+            grad = list(grad)
+            for nr, fns in pre.items():
+                for fn in list(fns):
+                    r = fn(grad[nr])
+                    if r is not None:
+                        grad[nr] = r
+    grads = node.backward(grad)
+    if type(grads) is not tuple:
+        grads = tuple(grads) if isinstance(grads, list) else (grads,)
+    if extra is not None and "post" in extra:
+        for fn in list(extra["post"]):
+            fn(grads, grad if node.n_outputs > 1 else (grad,))
+    if STATE.anomaly and STATE.anomaly_nan_check:
+        _check_anomaly(node, grads)
+    return grads
+
+
+def _accumulate_leaf(leaf, g, handed, create_graph):
+    from .._tensor import Tensor
+
+    hooks = leaf._hooks
+    if hooks is not None:
+        for fn in list(hooks.get("pre", ())):
+            r = fn(g)
+            if r is not None:
+                g = r
+    if g.data.shape != leaf.data.shape:
+        raise RuntimeError(
+            f"gradient computed for a leaf of shape {list(leaf.data.shape)} has shape "
+            f"{list(g.data.shape)} (a backward formula returned a wrongly shaped gradient)")
+    old = leaf.grad
+    if old is None:
+        if not create_graph:
+            r = id(_root(g.data))
+            if r in handed or g.requires_grad:
+                g = Tensor._make(g.data.copy())
+            else:
+                handed.add(r)
+        leaf.grad = g
+    elif create_graph or old.requires_grad:
+        leaf.grad = old + g
+    else:
+        leaf.grad = Tensor._make(old.data + g.data)
+    if hooks is not None:
+        for fn in list(hooks.get("post", ())):
+            fn(leaf)
+
+
+def _materialize(node, slots):
+    """Multi-output nodes receive one grad per output; missing ones become zeros."""
+    from .._tensor import Tensor
+
+    shapes = getattr(node, "output_meta", None)
+    out = []
+    for i, g in enumerate(slots):
+        if g is None and shapes is not None and getattr(node, "materialize_grads", True):
+            shape, dtype, xp = shapes[i]
+            g = Tensor._make(xp.zeros(shape, dtype))
+        out.append(g)
+    return tuple(out)
+
+
+def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inputs=None,
+                 allow_unused=False):
+    """Backpropagate ``root_grads`` from ``roots``.
+
+    With ``inputs`` (``autograd.grad``) nothing is accumulated into ``.grad``; the gradients
+    flowing into ``inputs`` are returned instead.
+    """
+    prev = STATE.enabled
+    STATE.enabled = create_graph
+    try:
+        return _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused)
+    finally:
+        STATE.enabled = prev
+
+
+def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
+    handed = set()
+    for g in root_grads:
+        handed.add(id(_root(g.data)))
+
+    # targets for autograd.grad: leaf tensors by id, non-leaf by (node, nr)
+    capture = None
+    if inputs is not None:
+        capture = {}
+        leaf_targets = {}
+        node_targets = {}
+        for i, t in enumerate(inputs):
+            if not t.requires_grad:
+                raise RuntimeError(f"input {i} of autograd.grad does not require grad")
+            if t.grad_fn is None:
+                leaf_targets.setdefault(id(t), []).append(i)
+            else:
+                node_targets.setdefault((t.grad_fn, t._out_nr), []).append(i)
+        target_nodes = {k[0] for k in node_targets}
+
+    # phase 1: dependency counts over nodes reachable from the roots
+    deps = {}
+    stack = []
+    for r in roots:
+        fn = r.grad_fn
+        if fn is not None and fn not in deps:
+            deps[fn] = 0
+            stack.append(fn)
+    order = []  # discovery order, used for pruning in autograd.grad
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        for e in n.next:
+            if e is not None:
+                t = e[0]
+                if isinstance(t, Node):
+                    c = deps.get(t)
+                    if c is None:
+                        deps[t] = 1
+                        stack.append(t)
+                    else:
+                        deps[t] = c + 1
+
+    needed = None
+    if capture is not None:
+        # a node is needed when it is a target or leads to one: walk the reversed edges
+        parents = {}
+        for n in order:
+            for e in n.next:
+                if e is not None:
+                    key = e[0] if isinstance(e[0], Node) else id(e[0])
+                    parents.setdefault(key, []).append(n)
+        needed = set(target_nodes)
+        stack = list(target_nodes)
+        for lid in leaf_targets:
+            stack.extend(parents.get(lid, ()))
+        while stack:
+            n = stack.pop()
+            needed.add(n)
+            for p in parents.get(n, ()):
+                if p not in needed:
+                    needed.add(p)
+                    stack.append(p)
+
+    # phase 2: run nodes when all their consumers have contributed
+    buffers = {}
+    ready = []
+    for r, g in zip(roots, root_grads):
+        fn = r.grad_fn
+        if fn is None:
+            if capture is not None:
+                for i in leaf_targets.get(id(r), ()):
+                    capture[i] = g if capture.get(i) is None else capture[i] + g
+            else:
+                _accumulate_leaf(r, g, handed, create_graph)
+            continue
+        _add_to_buffer(buffers, fn, r._out_nr, g)
+    for r in roots:
+        fn = r.grad_fn
+        if fn is not None and deps.get(fn) == 0 and fn not in ready:
+            ready.append(fn)
+
+    while ready:
+        node = ready.pop()
+        grad = buffers.pop(node, None)
+        if capture is not None and node in target_nodes:
+            for nr in range(node.n_outputs):
+                for i in node_targets.get((node, nr), ()):
+                    g = grad if node.n_outputs == 1 else (grad[nr] if grad is not None else None)
+                    capture[i] = g
+        run = grad is not None and (needed is None or node in needed)
+        if run:
+            if node.n_outputs > 1:
+                grad = _materialize(node, grad)
+            grads = _call_node(node, grad)
+            if not retain_graph:
+                node.release()
+        else:
+            grads = ()
+        nxt = node.next
+        if run and len(grads) < len(nxt):
+            raise RuntimeError(
+                f"{node.name()} returned {len(grads)} gradients, expected {len(nxt)}")
+        for k, e in enumerate(nxt):
+            if e is None:
+                continue
+            t, nr = e
+            g = grads[k] if run else None
+            if isinstance(t, Node):
+                if g is not None:
+                    _add_to_buffer(buffers, t, nr, g)
+                c = deps[t] - 1
+                deps[t] = c
+                if c == 0:
+                    ready.append(t)
+            elif g is not None:
+                if capture is not None:
+                    for i in leaf_targets.get(id(t), ()):
+                        capture[i] = g if capture.get(i) is None else capture[i] + g
+                else:
+                    _accumulate_leaf(t, g, handed, create_graph)
+
+    if capture is not None:
+        out = []
+        for i, t in enumerate(inputs):
+            g = capture.get(i)
+            if g is None and not allow_unused:
+                raise RuntimeError(
+                    f"input {i} (shape {list(t.shape)}) was not used to compute the outputs; "
+                    "pass allow_unused=True to get None for it")
+            out.append(g)
+        return tuple(out)
+    return None
+
+
+def _add_to_buffer(buffers, node, nr, g):
+    if node.n_outputs == 1:
+        old = buffers.get(node)
+        buffers[node] = g if old is None else old + g
+    else:
+        slots = buffers.get(node)
+        if slots is None:
+            slots = buffers[node] = [None] * node.n_outputs
+        old = slots[nr]
+        slots[nr] = g if old is None else old + g
+
+
+def retain_grad_hook(tensor):
+    ref = weakref.ref(tensor)
+
+    def hook(grad):
+        t = ref()
+        if t is not None:
+            from .._tensor import Tensor
+
+            g = grad if STATE.enabled else Tensor._make(grad.data)
+            t.grad = g if t.grad is None else t.grad + g
+        return None
+    return hook

@@ -1,0 +1,1 @@
+"""ember.data: DataPipes and the DataLoader (built in its own issue; see DESIGN.md, Data)."""

@@ -1,0 +1,1 @@
+"""ember.rec: jagged tensors, embedding-bag collections, sharding, DLRM-family models."""

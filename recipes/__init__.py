@@ -1,0 +1,1 @@
+"""ember.recipes: training recipes run by the ``ember`` CLI."""

@@ -1,0 +1,1 @@
+"""ember.rl: TensorDict, environments, collectors, replay buffers and RL losses."""

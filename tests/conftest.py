@@ -1,0 +1,43 @@
+import os
+
+import numpy as np
+import pytest
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs a CUDA GPU with cupy (skipped without one)")
+    config.addinivalue_line("markers", "slow: long-running test")
+    config.addinivalue_line("markers", "multiprocess: spawns processes")
+
+
+def _cuda_ok():
+    try:
+        import ember
+
+        return ember.cuda.is_available()
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _cuda_ok():
+        return
+    skip = pytest.mark.skip(reason="no CUDA GPU with cupy on this machine")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    import ember
+
+    ember.manual_seed(0)
+    np.random.seed(0)
+    yield
+
+
+# `device` fixture: every test that takes it runs on the CPU, and on CUDA under -m cuda
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def device(request):
+    return request.param

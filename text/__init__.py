@@ -1,0 +1,1 @@
+"""ember.text: tokenizers, vocab, transforms, encoders/decoders, datasets."""

@@ -1,0 +1,1 @@
+"""ember.vision: models with the multi-weight API, transforms, image/video I/O, datasets."""
