@@ -31,7 +31,7 @@ from . import linalg
 __version__ = "0.1.0"
 
 Size = tuple
-dtype = type(float32)
+dtype = type(_dtypes.float32).__mro__[-2]  # numpy.dtype: every ember dtype is an instance
 
 
 def is_tensor(obj) -> bool:

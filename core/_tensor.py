@@ -33,8 +33,10 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps):
     tensor([2., 4., 6.])
     """
 
+    # _view_ver: for views (``_base`` set), the version at which grad_fn was derived from the
+    # base; an in-place op through another view makes it stale (see autograd/graph.record).
     __slots__ = ("data", "requires_grad", "grad", "grad_fn", "_out_nr", "_version", "_base",
-                 "_hooks", "__weakref__")
+                 "_hooks", "_view_ver", "__weakref__")
     __array_priority__ = 1000  # numpy defers `ndarray <op> Tensor` to Tensor's reflected ops
 
     def __init__(self, data=None, *, dtype=None, device=None, requires_grad=False):
@@ -307,12 +309,92 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps):
     def bool(self):
         return self.to(D.bool)
 
+    # ------------------------------------------------------------------ new_* factories
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        from .factories import tensor
+
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                      requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        from .factories import zeros
+
+        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
+                     requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        from .factories import ones
+
+        return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        from .factories import empty
+
+        return empty(*size, dtype=dtype or self.dtype, device=device or self.device,
+                     requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        from .factories import full
+
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+    # ------------------------------------------------------------------ in-place random fills
+    def _fill_random(self, draw, generator):
+        """Fill with samples ``draw(rng, shape, dtype)`` (no autograd: like torch, these are
+        used on parameters under no_grad, e.g. by ember.nn.init)."""
+        from .random import _gen
+
+        if self.requires_grad and self.grad_fn is None and STATE.enabled:
+            raise RuntimeError(
+                "a leaf tensor that requires grad is being used in an in-place operation; wrap "
+                "the initialization in ember.no_grad()")
+        d = self.data
+        rng = _gen(generator, self.device)
+        work = d.dtype if d.dtype in (D.float32, D.float64) else D.float32
+        vals = draw(rng, d.shape, work)
+        B.namespace(d).copyto(d, vals, casting="unsafe")
+        self._bump()
+        return self
+
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        return self._fill_random(lambda g, s, dt: g.random(s, dtype=dt) * (b - a) + a, generator)
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        return self._fill_random(lambda g, s, dt: g.standard_normal(s, dtype=dt) * std + mean,
+                                 generator)
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        pv = p.data if isinstance(p, Tensor) else p
+        return self._fill_random(lambda g, s, dt: (g.random(s, dtype=dt) < pv), generator)
+
+    def exponential_(self, lambd=1.0, *, generator=None):
+        return self._fill_random(
+            lambda g, s, dt: g.standard_exponential(s, dtype=dt) / lambd, generator)
+
+    def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+        return self._fill_random(
+            lambda g, s, dt: B.namespace(self.data).exp(g.standard_normal(s, dtype=dt) * std + mean),
+            generator)
+
+    def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+        import math
+
+        return self._fill_random(
+            lambda g, s, dt: median + sigma * B.namespace(self.data).tan(
+                math.pi * (g.random(s, dtype=dt) - 0.5)), generator)
+
+    def random_(self, from_=0, to=None, *, generator=None):
+        if to is None:
+            from_, to = 0, (from_ if from_ else (2 ** 24 if self.is_floating_point()
+                                                 else int(np.iinfo(self.dtype).max) + 1))
+        return self._fill_random(lambda g, s, dt: g.integers(from_, to, s), generator)
+
     # ------------------------------------------------------------------ autograd
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into each leaf's ``.grad``."""
-        from .autograd import backward
-
-        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph,
+        _autograd_backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph,
                  inputs=inputs)
 
     def requires_grad_(self, requires_grad=True):
@@ -402,6 +484,24 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps):
 
 
 _new = object.__new__
+
+
+def _autograd_backward(*args, **kwargs):
+    from .autograd import backward
+
+    global _autograd_backward
+    _autograd_backward = backward
+    return backward(*args, **kwargs)
+
+
+def _bind():
+    from .ops import _util
+
+    _util._make = Tensor._make
+    G.Tensor = Tensor
+
+
+_bind()
 
 
 def _rebuild(arr, dev, requires_grad):

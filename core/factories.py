@@ -69,7 +69,7 @@ def _to_array(data, dtype=None, device=None, copy=True):
     if dt is None:
         dt = _infer_dtype(data)
         if dt is None:
-            arr = np.asarray(_unwrap_seq(data))
+            arr = _asarray(data)
             if arr.dtype.kind == "f":
                 arr = arr.astype(D.get_default_dtype())
             elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
@@ -80,8 +80,39 @@ def _to_array(data, dtype=None, device=None, copy=True):
                 raise TypeError(f"can't convert data of type {arr.dtype} to a tensor: expected "
                                 "numbers, bools, sequences of them, arrays or tensors")
             return B.to_device(arr, dev)
-    arr = np.asarray(_unwrap_seq(data), dtype=dt)
+    arr = _asarray(data, dt)
     return B.to_device(arr, dev)
+
+
+def _asarray(data, dtype=None):
+    """``np.asarray`` of nested Python data, with a clear error for ragged sequences."""
+    seq = _unwrap_seq(data)
+    try:
+        return np.asarray(seq, dtype=dtype)
+    except ValueError:
+        msg = _ragged(seq, 0)
+        if msg is None:
+            raise
+        raise ValueError(msg) from None
+
+
+def _ragged(seq, dim):
+    """Where a nested sequence stops being rectangular, or None."""
+    if not isinstance(seq, (list, tuple)):
+        return None
+    lens = [len(x) if isinstance(x, (list, tuple)) else None for x in seq]
+    first = lens[0] if lens else None
+    def what(n):
+        return "a number" if n is None else f"a sequence of length {n}"
+    for n in lens:
+        if n != first:
+            return (f"expected {what(first)} at dim {dim + 1} (got {what(n)}): nested "
+                    "sequences must be rectangular")
+    for x in seq:
+        m = _ragged(x, dim + 1)
+        if m is not None:
+            return m
+    return None
 
 
 def _unwrap_seq(data):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (detect_anomaly, enable_grad, inference_mode, is_anomaly_enabled,
                         is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled)
+from . import graph
 from .graph import Node, run_backward
 from .gradcheck import gradcheck, gradgradcheck
 
@@ -18,8 +19,10 @@ def _as_list(x):
 
 
 def _make_grads(outputs, grads):
-    from .._tensor import Tensor
+    from .. import _backend as B
+    from . import graph
 
+    Tensor = graph.Tensor
     out = []
     for i, t in enumerate(outputs):
         g = grads[i] if grads is not None and i < len(grads) else None
@@ -28,11 +31,10 @@ def _make_grads(outputs, grads):
                 raise RuntimeError(
                     f"grad can be implicitly created only for scalar outputs, but output {i} has "
                     f"shape {list(t.shape)}: pass a gradient of that shape")
-            xp = __import__("ember._backend", fromlist=["namespace"]).namespace(t.data)
-            g = Tensor._make(xp.ones(t.data.shape, t.data.dtype))
+            g = Tensor._make(B.namespace(t.data).ones(t.data.shape, t.data.dtype))
         elif not isinstance(g, Tensor):
             g = Tensor._make(xp_asarray_like(g, t))
-        if tuple(g.shape) != tuple(t.shape):
+        if g.data.shape != t.data.shape:
             raise RuntimeError(
                 f"mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
                 f"output[{i}] has a shape of {list(t.shape)}")
@@ -48,12 +50,13 @@ def xp_asarray_like(value, like):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves they depend on."""
-    tensors = _as_list(tensors)
+    tensors = [tensors] if isinstance(tensors, graph.Tensor) else _as_list(tensors)
     for i, t in enumerate(tensors):
         if not t.requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn")
-    grads = _make_grads(tensors, _as_list(grad_tensors))
+    grads = _make_grads(tensors, None if grad_tensors is None else (
+        [grad_tensors] if isinstance(grad_tensors, graph.Tensor) else _as_list(grad_tensors)))
     if retain_graph is None:
         retain_graph = create_graph
     if inputs is not None:

@@ -170,7 +170,7 @@ class Function:
 class _OnceDifferentiableBackward(Node):
     __slots__ = ("fn_name",)
 
-    def backward(self, g):
+    def backward(self, *g):
         raise RuntimeError(
             f"trying to differentiate twice a function ({self.fn_name}) that was marked "
             "@once_differentiable: its backward uses raw arrays, so double backward is not "
@@ -192,7 +192,15 @@ def once_differentiable(backward):
             res = backward(ctx, *grads)
         finally:
             STATE.enabled = prev
-        if not prev or not any(isinstance(g, Tensor) and g.requires_grad for g in grads):
+        if not prev:  # no create_graph: nothing will differentiate the results
+            return res
+        # the true results depend on the incoming grads and on the saved tensors: when any
+        # of them requires grad, the results get a node that raises if differentiated
+        deps = [g for g in grads if isinstance(g, Tensor) and g.requires_grad]
+        saved = getattr(ctx, "saved", None)
+        if saved is not None and saved is not FREED:
+            deps += [t for t in ctx.saved_tensors if isinstance(t, Tensor) and t.requires_grad]
+        if not deps:
             return res
         single = not isinstance(res, tuple)
         out = []
@@ -201,7 +209,7 @@ def once_differentiable(backward):
                 r = Tensor._make(r.data)
                 n = new_node(_OnceDifferentiableBackward)
                 n.fn_name = getattr(ctx, "name", lambda: "function")()
-                record(n, r, *[g for g in grads if isinstance(g, Tensor)])
+                record(n, r, *deps)
             out.append(r)
         return out[0] if single else tuple(out)
     return wrapper

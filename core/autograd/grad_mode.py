@@ -43,16 +43,27 @@ class _Switch:
         if inspect.isgeneratorfunction(fn):
             @functools.wraps(fn)
             def gen_wrapper(*args, **kwargs):
+                # the mode is on only while the generator's own code runs, never while it is
+                # suspended at a ``yield`` (the caller's code runs then)
                 gen = fn(*args, **kwargs)
-                with self.clone():
-                    resp = gen.send(None)
-                while True:
-                    try:
-                        with self.clone():
+                try:
+                    with self.clone():
+                        resp = gen.send(None)
+                    while True:
+                        try:
                             req = yield resp
-                            resp = gen.send(req)
-                    except StopIteration as e:
-                        return e.value
+                        except GeneratorExit:
+                            with self.clone():
+                                gen.close()
+                            raise
+                        except BaseException as exc:  # thrown in by the caller: pass it on
+                            with self.clone():
+                                resp = gen.throw(exc)
+                        else:
+                            with self.clone():
+                                resp = gen.send(req)
+                except StopIteration as e:
+                    return e.value
             return gen_wrapper
 
         @functools.wraps(fn)
@@ -62,18 +73,35 @@ class _Switch:
         return wrapper
 
 
-class no_grad(_Switch):
+class _BareDecorator(_Switch):
+    """Also usable without parentheses: ``@no_grad`` as well as ``@no_grad()``."""
+
+    def __new__(cls, orig_func=None):
+        if callable(orig_func):
+            return cls()(orig_func)
+        return super().__new__(cls)
+
+    def __init__(self, orig_func=None):
+        pass
+
+
+class no_grad(_BareDecorator):
     """Disable graph recording: ops run on arrays only, nothing is saved for backward."""
     mode = False
 
 
-class enable_grad(_Switch):
+class enable_grad(_BareDecorator):
     """Re-enable graph recording inside ``no_grad``."""
     mode = True
 
 
 class inference_mode(_Switch):
     """Like ``no_grad`` (ember's no-grad path already carries no bookkeeping)."""
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # bare ``@inference_mode``
+            return cls()(mode)
+        return super().__new__(cls)
 
     def __init__(self, mode: bool = True):
         self.mode = not mode
@@ -97,6 +125,12 @@ class set_grad_enabled(_Switch):
     def __exit__(self, *exc):
         STATE.enabled = self._prev
         return False
+
+    def __call__(self, fn):
+        # used as a decorator: construction switched the mode at once; switch it back, the
+        # mode applies only while ``fn`` runs
+        STATE.enabled = self._prev
+        return super().__call__(fn)
 
     def clone(self):
         return set_grad_enabled.__new__(set_grad_enabled)._init_only(self.mode)

@@ -100,6 +100,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
     """Check second derivatives: gradcheck of the map (inputs, grad_outputs) -> input grads."""
     from .._tensor import Tensor
     from . import grad as autograd_grad
+    from .grad_mode import enable_grad
 
     if isinstance(inputs, Tensor):
         inputs = (inputs,)
@@ -114,9 +115,10 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
 
     def first_grads(*args):
         xs, gos = args[:n_in], args[n_in:]
-        os_ = [o for o in _flat_outputs(fn(*xs)) if o.requires_grad]
-        tg = [xs[i] for i in targets_idx]
-        gs = autograd_grad(os_, tg, list(gos), create_graph=True, allow_unused=True)
+        with enable_grad():  # the numerical pass runs under no_grad: this map needs a graph
+            os_ = [o for o in _flat_outputs(fn(*xs)) if o.requires_grad]
+            tg = [xs[i] for i in targets_idx]
+            gs = autograd_grad(os_, tg, list(gos), create_graph=True, allow_unused=True)
         res = []
         for g, t in zip(gs, tg):
             res.append(g if g is not None else t * 0)

@@ -18,6 +18,9 @@ import weakref
 from .grad_mode import STATE
 
 
+Tensor = None  # bound by core/_tensor.py once the class exists (avoids import cycles)
+
+
 class _Freed:
     __slots__ = ()
 
@@ -121,8 +124,6 @@ class _SavedOutput:
     __slots__ = ("data", "version", "counter", "out_nr")
 
     def unpack(self, node):
-        from .._tensor import Tensor
-
         if self.counter[0] != self.version:
             raise RuntimeError(
                 f"one of the tensors needed for gradient computation has been modified by an "
@@ -184,14 +185,31 @@ class RemovableHandle:
 
 def record(node, out, *inputs):
     """Attach ``node`` as ``out``'s grad_fn with one edge per input (``None`` allowed)."""
-    node.next = tuple(None if t is None else _edge(t) for t in inputs)
-    if node.saved is None:
-        pass
+    edges = []
+    for t in inputs:
+        if t is None or not t.requires_grad:
+            edges.append(None)
+        else:
+            if t._base is not None and t._version[0] != t._view_ver:
+                _refresh_view(t)
+            fn = t.grad_fn
+            edges.append((t, 0) if fn is None else (fn, t._out_nr))
+    node.next = tuple(edges)
     out.grad_fn = node
     out.requires_grad = True
     if STATE.anomaly:
         node._get_extra()["trace"] = "".join(traceback.format_stack()[:-2])
     return out
+
+
+def _refresh_view(t):
+    """The base changed in place since this view's history was recorded: re-derive the view
+    from the base's current history (see ops/_views.py)."""
+    t._view_ver = t._version[0]
+    if t._base.requires_grad:
+        from ..ops._views import rederive_view
+
+        rederive_view(t)
 
 
 def new_node(cls):
@@ -206,7 +224,7 @@ def new_node(cls):
 # ---------------------------------------------------------------------------------
 
 def _root(arr):
-    b = getattr(arr, "base", None)
+    b = arr.base
     return arr if b is None else b
 
 
@@ -254,8 +272,6 @@ def _call_node(node, grad):
 
 
 def _accumulate_leaf(leaf, g, handed, create_graph):
-    from .._tensor import Tensor
-
     hooks = leaf._hooks
     if hooks is not None:
         for fn in list(hooks.get("pre", ())):
@@ -269,7 +285,9 @@ def _accumulate_leaf(leaf, g, handed, create_graph):
     old = leaf.grad
     if old is None:
         if not create_graph:
-            r = id(_root(g.data))
+            d = g.data
+            b = d.base
+            r = id(d if b is None else b)
             if r in handed or g.requires_grad:
                 g = Tensor._make(g.data.copy())
             else:
@@ -286,8 +304,6 @@ def _accumulate_leaf(leaf, g, handed, create_graph):
 
 def _materialize(node, slots):
     """Multi-output nodes receive one grad per output; missing ones become zeros."""
-    from .._tensor import Tensor
-
     shapes = getattr(node, "output_meta", None)
     out = []
     for i, g in enumerate(slots):
@@ -466,8 +482,6 @@ def retain_grad_hook(tensor):
     def hook(grad):
         t = ref()
         if t is not None:
-            from .._tensor import Tensor
-
             g = grad if STATE.enabled else Tensor._make(grad.data)
             t.grad = g if t.grad is None else t.grad + g
         return None

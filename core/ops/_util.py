@@ -19,10 +19,12 @@ def T():
     return Tensor
 
 
-def wrap(data):
-    from .._tensor import Tensor
+_make = None  # Tensor._make, bound by core/_tensor.py once the class exists
 
-    return Tensor._make(data)
+
+def wrap(data):
+    """Array -> Tensor without copy (the constructor every op uses)."""
+    return _make(data)
 
 
 def needs_grad(*ts):
@@ -53,6 +55,10 @@ def to_tensor(x, like=None, name="input"):
             dt = D.get_default_dtype() if isinstance(x, float) else (
                 D.bool if isinstance(x, bool) else D.int64)
         xp = B.namespace(like.data) if like is not None else np
+        if type(x) is int and dt.kind in "iu":
+            info = np.iinfo(dt)
+            if not info.min <= x <= info.max:  # wraps around, as in PyTorch
+                return Tensor._make(xp.asarray(np.array(x).astype(dt)))
         return Tensor._make(xp.asarray(x, dtype=dt))
     if isinstance(x, (np.ndarray, np.generic)) or B.is_cuda_array(x):
         arr = x
