@@ -45,9 +45,24 @@ def _operands(op, a, b):
         dt = _scalar_type(ad.dtype, b)
         if dt is not ad.dtype:
             ad = ad.astype(dt)
+        if dt.kind in "iuV":
+            b = _fit_scalar(b, dt)
         return ad, b, None
     bt = to_tensor(b, a, name="other")
     return _operands(op, a, bt)
+
+
+def _fit_scalar(b, dt):
+    """A Python scalar as an operand of dtype ``dt``, like PyTorch: an int that does not fit
+    an integer dtype wraps around (numpy would raise); for bfloat16 a 0-d array of that dtype
+    (numpy would compute in float32)."""
+    if dt.kind == "V":
+        return np.asarray(b, dtype=dt)
+    if type(b) is int:
+        info = np.iinfo(dt)
+        if not info.min <= b <= info.max:
+            return np.array(b).astype(dt)[()]
+    return b
 
 
 def _other_tensor(a, b):
@@ -84,7 +99,7 @@ class AddBackward(Node):
         nx = self.next
         ga = unbroadcast(g, self.ashape, self.adtype) if nx[0] is not None else None
         gb = None
-        if nx[1] is not None:
+        if len(nx) > 1 and nx[1] is not None:  # one edge when the other operand is a scalar
             gb = g if self.alpha == 1 else g * self.alpha
             gb = unbroadcast(gb, self.bshape, self.bdtype)
         return ga, gb
@@ -97,7 +112,7 @@ class SubBackward(Node):
         nx = self.next
         ga = unbroadcast(g, self.ashape, self.adtype) if nx[0] is not None else None
         gb = None
-        if nx[1] is not None:
+        if len(nx) > 1 and nx[1] is not None:
             gb = unbroadcast(-g if self.alpha == 1 else g * (-self.alpha), self.bshape, self.bdtype)
         return ga, gb
 
@@ -151,7 +166,7 @@ class PowBackward(Node):
         ga = gb = None
         if nx[0] is not None:
             ga = g * b * a.pow(b - 1)
-            ga = unbroadcast(ga.masked_fill((b == 0), 0.0) if True else ga, self.ashape, self.adtype)
+            ga = unbroadcast(ga.masked_fill(b == 0, 0.0), self.ashape, self.adtype)
         if nx[1] is not None:
             out = a.pow(b)
             la = a.log().masked_fill(a == 0, 0.0)
@@ -201,7 +216,7 @@ class RemainderBackward(Node):
         nx = self.next
         ga = unbroadcast(g, self.ashape, self.adtype) if nx[0] is not None else None
         gb = None
-        if nx[1] is not None:
+        if len(nx) > 1 and nx[1] is not None:
             a, b = self.unpack()
             q = (a / b).floor() if self.floor else (a / b).trunc()
             gb = unbroadcast(-g * q, self.bshape, self.bdtype)
@@ -252,8 +267,10 @@ def add(input, other, *, alpha=1):
 
 def sub(input, other, *, alpha=1):
     ad, bd, b = _operands("sub", input, other)
-    if ad.dtype.kind == "b":
-        raise TypeError("subtraction of bool tensors is not supported: use logical_xor or ~")
+    if input.data.dtype.kind == "b" or type(other) is bool or (b is not None and
+                                                                b.data.dtype.kind == "b"):
+        raise TypeError("subtraction, the `-` operator, with a bool tensor is not supported: "
+                        "to invert a mask use the `~` or logical_not() operator")
     if alpha != 1:
         bd = bd * alpha
     out = wrap(ad - bd)
@@ -271,6 +288,13 @@ def sub(input, other, *, alpha=1):
 
 
 def rsub(input, other, *, alpha=1):
+    """``other - alpha * input``."""
+    if type(other) in _SCALAR:
+        if input.data.dtype.kind == "b" or type(other) is bool:
+            raise TypeError("subtraction, the `-` operator, with a bool tensor is not "
+                            "supported: to invert a mask use the `~` or logical_not() operator")
+        r = neg(_cast(input, _scalar_type(input.data.dtype, other)))
+        return add(r if alpha == 1 else mul(r, alpha), other)
     return sub(_other_tensor(input, other), input, alpha=alpha)
 
 
@@ -285,24 +309,22 @@ def mul(input, other):
 def div(input, other, *, rounding_mode=None):
     ad, bd, b = _operands("div", input, other)
     if rounding_mode is not None:
-        xp = B.namespace(ad)
-        if rounding_mode == "floor":
-            if ad.dtype.kind in "iu" and (b is None or bd.dtype.kind in "iu"):
-                return wrap(xp.floor_divide(ad, bd))
-            return wrap(xp.floor(ad / bd).astype(ad.dtype, copy=False))
-        if rounding_mode == "trunc":
-            if ad.dtype.kind in "iu" and (b is None or bd.dtype.kind in "iu"):
-                q = xp.trunc(ad / bd)
-                return wrap(q.astype(ad.dtype))
-            return wrap(xp.trunc(ad / bd).astype(ad.dtype, copy=False))
-        raise ValueError(
-            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-            f"{rounding_mode!r}")
+        if ad.dtype.kind == "b":
+            raise TypeError(f"div with rounding_mode={rounding_mode!r} is not supported for "
+                            "bool tensors")
+        out = wrap(_rounded_div(ad, bd if b is not None or not _is_float(ad.dtype) else other,
+                                rounding_mode))
+        if _grad_on(input, b):  # piecewise constant: a zero gradient, as in PyTorch
+            n = new_node(ZeroBackward)
+            n.shapes = (input.data.shape, input.data.dtype,
+                        None if b is None else b.data.shape, None if b is None else b.data.dtype)
+            return record(n, out, input, b)
+        return out
     if not _is_float(ad.dtype):
         dt = D.get_default_dtype()
         ad = ad.astype(dt)
-        if b is not None or isinstance(bd, _ndarray):
-            bd = bd.astype(dt)
+        # a Python scalar divides by its own value (not the one wrapped to an integer dtype)
+        bd = bd.astype(dt) if b is not None else other
     elif b is not None and bd.dtype is not ad.dtype:
         bd = bd.astype(ad.dtype)
     out = wrap(ad / bd)
@@ -311,12 +333,48 @@ def div(input, other, *, rounding_mode=None):
     return out
 
 
+def _rounded_div(ad, bd, mode):
+    if ad.dtype.itemsize < 4 and _is_float(ad.dtype):  # float16/bfloat16: compute in float32
+        b32 = bd.astype(np.float32) if hasattr(bd, "astype") else bd
+        return _rounded_div(ad.astype(np.float32), b32, mode).astype(ad.dtype)
+    xp = B.namespace(ad)
+    ints = ad.dtype.kind in "iub" and (not hasattr(bd, "dtype") or bd.dtype.kind in "iub")
+    if mode == "floor":  # Python's a // b, also for floats (1.0 // 0.1 == 9.0, like PyTorch)
+        return xp.floor_divide(ad, bd)
+    if mode == "trunc":
+        if not ints:
+            return xp.trunc(ad / bd).astype(ad.dtype, copy=False)
+        q = xp.floor_divide(ad, bd)
+        # floor rounds towards -inf: step back towards zero where the signs differ and b
+        # does not divide a exactly (integer arithmetic only: exact for all of int64)
+        fix = (xp.remainder(ad, bd) != 0) & ((ad < 0) != (xp.asarray(bd) < 0))
+        return q + fix.astype(q.dtype)
+    raise ValueError(
+        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {mode!r}")
+
+
+class ZeroBackward(Node):
+    """Gradient of a piecewise-constant op of one or two inputs: zeros."""
+    __slots__ = ("shapes",)
+
+    def backward(self, g):
+        ash, adt, bsh, bdt = self.shapes
+        xp = B.namespace(g.data)
+        ga = wrap(xp.zeros(ash, adt)) if self.next[0] is not None else None
+        gb = wrap(xp.zeros(bsh, bdt)) if len(self.next) > 1 and self.next[1] is not None \
+            else None
+        return ga, gb
+
+
 def rdiv(input, other):
     if type(other) in _SCALAR:
         d = input.data
         if not _is_float(d.dtype):
             d = d.astype(D.get_default_dtype())
-        out = wrap(other / d)
+        r = other / d
+        if r.dtype is not d.dtype:  # bfloat16: numpy computes in float32
+            r = r.astype(d.dtype)
+        out = wrap(r)
         if STATE.enabled and input.requires_grad:
             n = new_node(RDivBackward)
             n.scalar = other
@@ -332,6 +390,8 @@ def floor_divide(input, other):
 
 def remainder(input, other):
     ad, bd, b = _operands("remainder", input, other)
+    if ad.dtype.kind == "b":
+        raise TypeError("remainder is not supported for bool tensors")
     xp = B.namespace(ad)
     out = wrap(xp.remainder(ad, bd))
     if _grad_on(input, b):
@@ -367,9 +427,8 @@ def _fill_shapes(n, a, b):
 
 
 def pow(input, exponent):
-    Tensor = type(input)
-    if not isinstance(input, Tensor) or type(input) is not Tensor and not hasattr(input, "data"):
-        raise TypeError("pow expects a Tensor base")
+    if type(input) in _SCALAR:  # ember.pow(2, tensor)
+        return rpow(exponent, input)
     if type(exponent) in _SCALAR:
         d = input.data
         dt = _scalar_type(d.dtype, exponent)
@@ -384,6 +443,8 @@ def pow(input, exponent):
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         else:
             r = d ** exponent
+        if r.dtype is not dt:  # bool ** bool, bfloat16 ** float: numpy picks another dtype
+            r = r.astype(dt)
         out = wrap(r)
         if STATE.enabled and input.requires_grad:
             n = new_node(PowBackward)
@@ -401,10 +462,15 @@ def pow(input, exponent):
 def rpow(input, base):
     if type(base) in _SCALAR:
         d = input.data
-        if not _is_float(d.dtype) and isinstance(base, float):
-            d = d.astype(D.get_default_dtype())
+        if d.dtype.kind == "b" and type(base) is bool:
+            raise TypeError("pow is not supported for bool base and exponent")
+        dt = _scalar_type(d.dtype, base)
+        if dt is not d.dtype:
+            d = d.astype(dt)
         xp = B.namespace(d)
-        out = wrap(xp.power(xp.asarray(base, dtype=d.dtype), d))
+        bs = _fit_scalar(base, dt) if dt.kind in "iuV" else base
+        r = xp.power(xp.asarray(bs, dtype=dt), d)
+        out = wrap(r if r.dtype is dt else r.astype(dt))
         if STATE.enabled and input.requires_grad:
             n = new_node(RPowBackward)
             n.scalar = base
@@ -438,12 +504,41 @@ def _maxmin(input, other, is_max):
     return out
 
 
+class FMaxMinBackward(Node):
+    """fmax/fmin: NaN-ignoring; the gradient goes to ``input`` where it was selected (ties
+    included) or ``other`` is NaN, else to ``other`` (PyTorch's rule)."""
+    __slots__ = ("ashape", "adtype", "bshape", "bdtype", "is_max")
+
+    def backward(self, g):
+        a, b = self.unpack()
+        take_a = ((a >= b) if self.is_max else (a <= b)).logical_or(b.isnan())
+        wa = take_a._cast(g.dtype)
+        nx = self.next
+        ga = unbroadcast(g * wa, self.ashape, self.adtype) if nx[0] is not None else None
+        gb = unbroadcast(g * (1 - wa), self.bshape, self.bdtype) if nx[1] is not None else None
+        return ga, gb
+
+
+def _fmaxmin(input, other, is_max):
+    other = _other_tensor(input, other)
+    ad, bd, b = _operands("fmax" if is_max else "fmin", input, other)
+    xp = B.namespace(ad)
+    out = wrap(xp.fmax(ad, bd) if is_max else xp.fmin(ad, bd))
+    if _grad_on(input, b):
+        n = new_node(FMaxMinBackward)
+        _fill_shapes(n, input, b)
+        n.is_max = is_max
+        n.save(input, b)
+        record(n, out, input, b)
+    return out
+
+
 def fmax(input, other):
-    return maximum(input, other)
+    return _fmaxmin(input, other, True)
 
 
 def fmin(input, other):
-    return minimum(input, other)
+    return _fmaxmin(input, other, False)
 
 
 def atan2(input, other):
@@ -567,7 +662,10 @@ def signbit(input):
 # Each unary op is (forward on arrays, backward(x, y, g) in ember ops, what backward needs).
 
 class UnaryBackward(Node):
-    __slots__ = ("fn",)
+    __slots__ = ("fn", "op")
+
+    def name(self):
+        return self.op.capitalize() + "Backward"
 
     def backward(self, g):
         x, y = self.unpack()
@@ -577,17 +675,22 @@ class UnaryBackward(Node):
 _UNARY = {}
 
 
-def _unary(name, fwd, bwd, needs="x", float_only=True):
-    """Define a unary op; ``bwd(x, y, g)`` gets the input, output and incoming grad."""
+def _unary(name, fwd, bwd, needs="x", float_only=True, refuse=""):
+    """Define a unary op; ``bwd(x, y, g)`` gets the input, output and incoming grad.
+    Integer/bool inputs go to the default float dtype (``float_only``) or keep their dtype;
+    dtype kinds in ``refuse`` ("b" bool, "iu" integers) raise, as in PyTorch."""
 
     def op(input):
         d = input.data
+        if refuse and d.dtype.kind in refuse:
+            raise TypeError(f"{name} is not supported for {D.name(d.dtype)} tensors")
         if float_only and not _is_float(d.dtype):
             d = d.astype(D.get_default_dtype())
         out = wrap(fwd(B.namespace(d), d))
         if bwd is not None and STATE.enabled and input.requires_grad:
             n = new_node(UnaryBackward)
             n.fn = bwd
+            n.op = name
             record(n, out, input)
             from ..autograd.graph import saved_output
 
@@ -642,29 +745,32 @@ erf = _unary("erf", lambda xp, d: _special.erf(d),
 erfc = _unary("erfc", lambda xp, d: 1 - _special.erf(d),
               lambda x, y, g: g * (x * x * -1).exp() * (-2.0 / math.sqrt(math.pi)))
 reciprocal = _unary("reciprocal", lambda xp, d: 1 / d, lambda x, y, g: -g * y * y, "y")
-square = _unary("square", lambda xp, d: d * d, lambda x, y, g: g * x * 2, float_only=False)
+square = _unary("square", lambda xp, d: d * d if d.dtype.kind != "b" else d.astype(D.int64),
+                lambda x, y, g: g * x * 2, float_only=False)
 neg = _unary("neg", lambda xp, d: -d, lambda x, y, g: -g, "", float_only=False)
 negative = neg
-abs = _unary("abs", lambda xp, d: xp.abs(d), lambda x, y, g: g * x.sign(), float_only=False)
+abs = _unary("abs", lambda xp, d: xp.abs(d), lambda x, y, g: g * x.sign(), float_only=False,
+             refuse="b")
 absolute = abs
 relu = _unary("relu", lambda xp, d: xp.maximum(d, 0), lambda x, y, g: g * (y > 0)._cast(g.dtype),
-              "y", float_only=False)
+              "y", float_only=False, refuse="b")
 
 
 def _const_grad(x, y, g):
     return g * 0
 
 
-sign = _unary("sign", lambda xp, d: xp.sign(d), _const_grad, "", float_only=False)
+sign = _unary("sign", lambda xp, d: xp.sign(d) if d.dtype.kind != "b" else d.copy(), _const_grad,
+              "", float_only=False)
 sgn = sign
 floor = _unary("floor", lambda xp, d: xp.floor(d) if d.dtype.kind == "f" else d.copy(),
-               _const_grad, "", float_only=False)
+               _const_grad, "", float_only=False, refuse="b")
 ceil = _unary("ceil", lambda xp, d: xp.ceil(d) if d.dtype.kind == "f" else d.copy(),
-              _const_grad, "", float_only=False)
+              _const_grad, "", float_only=False, refuse="b")
 trunc = _unary("trunc", lambda xp, d: xp.trunc(d) if d.dtype.kind == "f" else d.copy(),
-               _const_grad, "", float_only=False)
+               _const_grad, "", float_only=False, refuse="b")
 fix = trunc
-frac = _unary("frac", lambda xp, d: d - xp.trunc(d), lambda x, y, g: g, "")
+frac = _unary("frac", lambda xp, d: d - xp.trunc(d), lambda x, y, g: g, "", refuse="biu")
 
 
 def round(input, *, decimals=0):
@@ -674,6 +780,7 @@ def round(input, *, decimals=0):
     if STATE.enabled and input.requires_grad:
         n = new_node(UnaryBackward)
         n.fn = _const_grad
+        n.op = "round"
         record(n, out, input)
         n.saved = (None, None)
     return out
@@ -681,7 +788,12 @@ def round(input, *, decimals=0):
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     d = input.data
-    return wrap(B.namespace(d).nan_to_num(d, nan=nan, posinf=posinf, neginf=neginf))
+    out = wrap(B.namespace(d).nan_to_num(d, nan=nan, posinf=posinf, neginf=neginf))
+    if STATE.enabled and input.requires_grad:  # gradient passes where the input was finite
+        n = new_node(ClampBackward)
+        n.saved = ((wrap(B.namespace(d).isfinite(d)), 0),)
+        record(n, out, input)
+    return out
 
 
 # --------------------------------------------------------------------------- clamp / lerp / addc*
@@ -787,20 +899,48 @@ def apply_inplace(self, fn, *args, **kwargs):
         isinstance(a, Tensor) and a.requires_grad for a in args))
     if grad:
         _leaf_check(self)
-        if self._base is not None and (self._base.requires_grad or not self.requires_grad):
-            raise RuntimeError(
-                "in-place operation with autograd on a view of another tensor is not supported: "
-                "apply it to a .clone() or use the out-of-place op")
         src = Tensor._make(self.data.copy())
         src.grad_fn, src._out_nr, src.requires_grad = self.grad_fn, self._out_nr, self.requires_grad
         res = fn(src, *args, **kwargs)
+        if res.data.dtype is not self.data.dtype:
+            res = res._cast(self.data.dtype)
+        if res.grad_fn is None:
+            res = _rehome(res, src)
     else:
         res = fn(self, *args, **kwargs)
     _write(self, res.data, fn)
-    if grad:
-        self.grad_fn, self._out_nr, self.requires_grad = res.grad_fn, res._out_nr, True
     self._bump()
+    if grad:
+        if self._base is not None:
+            # writing through a view: the base's history changes too (see ops/_views.py)
+            from ._views import rebase_view
+
+            rebase_view(self, res)
+        else:
+            self.grad_fn, self._out_nr, self.requires_grad = res.grad_fn, res._out_nr, True
     return self
+
+
+class PassBackward(Node):
+    """Identity: ``self`` took the value of a leaf (``y.copy_(leaf)``)."""
+    __slots__ = ()
+
+    def backward(self, g):
+        return (g,)
+
+
+def _rehome(res, src):
+    """``fn`` returned a leaf or a constant: give the result a node of its own, so that
+    ``self`` does not become a leaf. A constant result still links to self's old history
+    with a zero gradient, as PyTorch does (``y.copy_(constant)`` gives y's inputs zeros)."""
+    out = wrap(res.data)
+    if res.requires_grad:
+        return record(new_node(PassBackward), out, res)
+    if src.requires_grad:
+        n = new_node(ZeroBackward)
+        n.shapes = (src.data.shape, src.data.dtype, None, None)
+        return record(n, out, src)
+    return out
 
 
 def _write(self, data, fn):
@@ -811,15 +951,23 @@ def _write(self, data, fn):
             f"to the desired output type {D.name(d.dtype)}")
     if data.shape != d.shape:
         try:
-            np.broadcast_shapes(data.shape, d.shape) == d.shape or (_ for _ in ()).throw(ValueError)
+            ok = np.broadcast_shapes(data.shape, d.shape) == d.shape
         except ValueError:
-            raise RuntimeError(
-                f"output with shape {list(d.shape)} doesn't match the broadcast shape "
-                f"{list(np.broadcast_shapes(data.shape, d.shape))}") from None
+            ok = False
+        if not ok:
+            raise _shape_error(d.shape, data.shape)
     if not d.flags.writeable:
         raise RuntimeError("in-place operation on a read-only tensor (a broadcast view made by "
                            "expand): clone() it first")
     B.namespace(d).copyto(d, data, casting="unsafe")
+
+
+def _shape_error(out_shape, other_shape):
+    try:
+        what = f"the broadcast shape {list(np.broadcast_shapes(out_shape, other_shape))}"
+    except ValueError:
+        what = f"an operand of shape {list(other_shape)} (not broadcastable)"
+    return RuntimeError(f"output with shape {list(out_shape)} doesn't match {what}")
 
 
 def _fast_inplace(self, ufunc_name, other):
@@ -833,13 +981,20 @@ def _fast_inplace(self, ufunc_name, other):
         if o.dtype is not d.dtype and not np.can_cast(o.dtype, d.dtype, "same_kind"):
             raise RuntimeError(f"result type {D.name(o.dtype)} can't be cast to the desired "
                                f"output type {D.name(d.dtype)}")
-    elif isinstance(o, float) and not _is_float(d.dtype):
-        raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                           f"{D.name(d.dtype)}")
+    elif type(o) in _SCALAR:
+        dt = _scalar_type(d.dtype, o)
+        if dt is not d.dtype and not np.can_cast(dt, d.dtype, "same_kind"):
+            raise RuntimeError(f"result type {D.name(dt)} can't be cast to the desired output "
+                               f"type {D.name(d.dtype)}")
+        if dt.kind in "iu":
+            o = _fit_scalar(o, dt)
     if not d.flags.writeable:
         raise RuntimeError("in-place operation on a read-only tensor (a broadcast view made by "
                            "expand): clone() it first")
-    getattr(B.namespace(d), ufunc_name)(d, o, out=d, casting="unsafe")
+    try:
+        getattr(B.namespace(d), ufunc_name)(d, o, out=d, casting="unsafe")
+    except ValueError:
+        raise _shape_error(d.shape, np.shape(o)) from None
     self._bump()
     return self
 
@@ -964,6 +1119,24 @@ class ElementwiseOps:
     def __itruediv__(self, other):
         return self.div_(other)
 
+    def __ifloordiv__(self, other):
+        return apply_inplace(self, div, other, rounding_mode="floor")
+
+    def __imod__(self, other):
+        return apply_inplace(self, remainder, other)
+
+    def __ipow__(self, other):
+        return apply_inplace(self, pow, other)
+
+    def __iand__(self, other):
+        return apply_inplace(self, bitwise_and, other)
+
+    def __ior__(self, other):
+        return apply_inplace(self, bitwise_or, other)
+
+    def __ixor__(self, other):
+        return apply_inplace(self, bitwise_xor, other)
+
     # named methods -------------------------------------------------------------------
     add = add
     sub = sub
@@ -1070,13 +1243,20 @@ class ElementwiseOps:
 
     # in-place variants ---------------------------------------------------------------
     def add_(self, other, *, alpha=1):
-        if alpha == 1 and _can_fast(self, other):
-            return _fast_inplace(self, "add", other)
+        if _can_fast(self, other):
+            if alpha == 1:
+                return _fast_inplace(self, "add", other)
+            if _is_float(self.data.dtype) and isinstance(other, ElementwiseOps):
+                # ``p.add_(g, alpha=-lr)``, the SGD idiom: no copy of self, no graph work
+                return _fast_inplace(self, "add", other.data * alpha)
         return apply_inplace(self, add, other, alpha=alpha)
 
     def sub_(self, other, *, alpha=1):
-        if alpha == 1 and _can_fast(self, other):
-            return _fast_inplace(self, "subtract", other)
+        if _can_fast(self, other):
+            if alpha == 1:
+                return _fast_inplace(self, "subtract", other)
+            if _is_float(self.data.dtype) and isinstance(other, ElementwiseOps):
+                return _fast_inplace(self, "subtract", other.data * alpha)
         return apply_inplace(self, sub, other, alpha=alpha)
 
     def mul_(self, other):
@@ -1258,6 +1438,31 @@ class ElementwiseOps:
 
     def logical_not_(self):
         return apply_inplace(self, logical_not)
+
+
+def _inplace_variant(f, name):
+    def method(self, *args, **kwargs):
+        return apply_inplace(self, f, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In-place version of ``{f.__name__}``: writes into ``self``, returns it."
+    return method
+
+
+# the remaining ``op_`` methods of PyTorch's surface, all through apply_inplace
+for _name, _f in [*_UNARY.items(), ("arcsin", asin), ("arccos", acos), ("arctan", atan),
+                  ("arcsinh", asinh), ("arccosh", acosh), ("arctanh", atanh), ("negative", neg),
+                  ("absolute", abs), ("sgn", sign), ("fix", trunc), ("atan2", atan2),
+                  ("arctan2", atan2), ("hypot", hypot), ("xlogy", xlogy),
+                  ("floor_divide", floor_divide), ("bitwise_and", bitwise_and),
+                  ("bitwise_or", bitwise_or), ("bitwise_xor", bitwise_xor),
+                  ("bitwise_not", bitwise_not), ("logical_and", logical_and),
+                  ("logical_or", logical_or), ("logical_xor", logical_xor), ("eq", eq),
+                  ("ne", ne), ("lt", lt), ("le", le), ("gt", gt), ("ge", ge),
+                  ("subtract", sub), ("multiply", mul), ("divide", div),
+                  ("true_divide", div)]:
+    if not hasattr(ElementwiseOps, _name + "_"):
+        setattr(ElementwiseOps, _name + "_", _inplace_variant(_f, _name + "_"))
+del _name, _f
 
 
 __all__ = [

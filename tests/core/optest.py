@@ -89,7 +89,7 @@ def _np(x):
     if isinstance(x, ember.Tensor):
         return np.asarray(x.detach().cpu().data if not x.is_cpu else x.detach().data)
     if isinstance(x, torch.Tensor):
-        return x.detach().numpy()
+        return x.detach().numpy(force=True)  # force: torch's ZeroTensor grads
     return np.asarray(x)
 
 
