@@ -23,7 +23,7 @@ from .. import dtypes as D
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import Node, new_node, record, saved_output
 from ._util import norm_dim, sum_to, to_tensor, unbroadcast, wrap
-from .shape import _view_of, expand, permute, reshape
+from .shape import _slice, _slice_scatter, _view_of, expand, permute, reshape
 
 _ALL = slice(None)
 _int64 = np.dtype(np.int64)
@@ -575,50 +575,11 @@ def _bounds_only(a, n, dim):
 # ============================================================================ getitem
 
 
-class SelectBackward(Node):
-    """Backward of a basic (view) index: the gradient embedded into zeros."""
-    __slots__ = ("basic", "shape")
-
-    def backward(self, g):
-        return (_embed(g, self.basic, self.shape),)
-
-
-class EmbedBackward(Node):
-    __slots__ = ("basic",)
-
-    def backward(self, g):
-        return (_select(g, self.basic),)
-
-
-def _select(t, basic, r=None):
-    """Differentiable basic index (a view of ``t``; ``r``: ``t.data[basic]`` if known)."""
-    d = t.data
-    out = _view_of(wrap(d[basic] if r is None else r), t)
-    if STATE.enabled and t.requires_grad:
-        n = new_node(SelectBackward)
-        n.basic, n.shape = basic, d.shape
-        record(n, out, t)
-    return out
-
-
-def _embed(t, basic, shape):
-    """Differentiable: zeros of ``shape`` with ``t`` written at the basic index."""
-    d = t.data
-    z = B.namespace(d).zeros(shape, d.dtype)
-    z[basic] = d
-    out = wrap(z)
-    if STATE.enabled and t.requires_grad:
-        n = new_node(EmbedBackward)
-        n.basic = basic
-        record(n, out, t)
-    return out
-
-
 def _pad(t, shape):
     """``t`` in the leading corner of zeros of ``shape`` (grad of a src larger than index)."""
     if t.data.shape == tuple(shape):
         return t
-    return _embed(t, tuple(slice(0, s) for s in t.data.shape) + (Ellipsis,), tuple(shape))
+    return _slice_scatter(t, tuple(shape), tuple(slice(0, s) for s in t.data.shape) + (Ellipsis,))
 
 
 class IndexBackward(Node):
@@ -631,7 +592,7 @@ class IndexBackward(Node):
 def _take_key(t, k):
     """Differentiable ``t[key]`` for a parsed key."""
     if k.adv is None:
-        return _select(t, k.basic)
+        return _slice(t, k.basic)
     out = wrap(k.get(t.data))
     if STATE.enabled and t.requires_grad:
         n = new_node(IndexBackward)
@@ -662,7 +623,7 @@ def _index_grad(g, k):
         z = _reshape(z, tuple(vs[i] for i in perm))
         z = permute(z, [int(i) for i in np.argsort(perm)])
     if not k.trivial:
-        z = _embed(z, k.basic, k.shape)
+        z = _slice_scatter(z, k.shape, k.basic)
     return z
 
 
@@ -677,7 +638,7 @@ def getitem(input, key):
         except IndexError:
             _parse(d, key)  # raises with PyTorch's message
             raise
-        return _select(input, basic, r)
+        return _slice(input, basic, r)
     return _take_key(input, _parse(input.data, key))
 
 
@@ -1239,7 +1200,7 @@ def _prod_grads(g, x, s, out, dim, idx, hit, include_self):
     e that is ``out / e`` (``out`` differentiable, so second derivatives through the other
     members are right); for the only zero of a group it is the product of the rest, computed
     with zeros masked to one; with two or more zeros it is 0."""
-    s = _select(s, tuple(slice(0, n) for n in idx.shape)) if s.data.shape != idx.shape else s
+    s = _slice(s, tuple(slice(0, n) for n in idx.shape)) if s.data.shape != idx.shape else s
     xz = x.data == 0
     sz = s.data == 0
     zc = (xz if hit is None else xz & ~hit).astype(_int64)
@@ -1419,7 +1380,7 @@ def masked_scatter(input, mask, source):
     if src.data.size < cnt:
         raise RuntimeError(f"masked_scatter_: the mask has {cnt} True elements but source "
                            f"has only {src.data.size}: source must have at least as many")
-    vals = _select(reshape(src, (-1,)), (slice(0, cnt),))
+    vals = _slice(reshape(src, (-1,)), (slice(0, cnt),))
     return _index_put(x, _parse(x.data, (m,) if m.ndim else m), vals, False)
 
 

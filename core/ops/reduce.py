@@ -27,6 +27,7 @@ from ..autograd.grad_mode import STATE
 from ..autograd.graph import Node, new_node, record, saved_output
 from ._util import expand_to, norm_dim, norm_dims, wrap
 from .index import masked_fill as _masked_fill
+from .shape import cat as _cat, flip, narrow
 
 _int64 = np.dtype(np.int64)
 _INF = math.inf
@@ -220,86 +221,8 @@ def _put(g, idx, dim, shape, unique=True):
     return res
 
 
-# ------------------------------------------------------------------------- slice / pad / flip / cat
-# Small differentiable shape helpers used by the scans and diff.
-
-class _SliceBackward(Node):
-    __slots__ = ("dim", "start", "size")
-
-    def backward(self, g):
-        return (_zpad(g, self.dim, self.start, self.size - self.start - g.data.shape[self.dim]),)
-
-
-def _slice(x, dim, start, stop):
-    d = x.data
-    out = wrap(d[_index(d.ndim, dim, slice(start, stop))])
-    if STATE.enabled and x.requires_grad:
-        n = new_node(_SliceBackward)
-        n.dim, n.start, n.size = dim, start, d.shape[dim]
-        record(n, out, x)
-    return out
-
-
-class _ZpadBackward(Node):
-    __slots__ = ("dim", "before", "after")
-
-    def backward(self, g):
-        return (_slice(g, self.dim, self.before, g.data.shape[self.dim] - self.after),)
-
-
-def _zpad(x, dim, before, after):
-    d = x.data
-    shape = list(d.shape)
-    shape[dim] += before + after
-    r = B.namespace(d).zeros(tuple(shape), dtype=d.dtype)
-    r[_index(d.ndim, dim, slice(before, before + d.shape[dim]))] = d
-    out = wrap(r)
-    if STATE.enabled and x.requires_grad:
-        n = new_node(_ZpadBackward)
-        n.dim, n.before, n.after = dim, before, after
-        record(n, out, x)
-    return out
-
-
-class _FlipBackward(Node):
-    __slots__ = ("dim",)
-
-    def backward(self, g):
-        return (_flip(g, self.dim),)
-
-
 def _flip(x, dim):
-    d = x.data
-    out = wrap(B.namespace(d).flip(d, dim))
-    if STATE.enabled and x.requires_grad:
-        n = new_node(_FlipBackward)
-        n.dim = dim
-        record(n, out, x)
-    return out
-
-
-class _CatBackward(Node):
-    __slots__ = ("dim", "sizes")
-
-    def backward(self, g):
-        out, off = [], 0
-        for e, s in zip(self.next, self.sizes):
-            out.append(_slice(g, self.dim, off, off + s) if e is not None else None)
-            off += s
-        return tuple(out)
-
-
-def _cat(ts, dim):
-    dt = ts[0].data.dtype
-    for t in ts[1:]:
-        dt = D.promote_types(dt, t.data.dtype)
-    ts = [t if t.data.dtype is dt else t._cast(dt) for t in ts]
-    out = wrap(B.namespace(ts[0].data).concatenate([t.data for t in ts], axis=dim))
-    if STATE.enabled and _bi.any(t.requires_grad for t in ts):
-        n = new_node(_CatBackward)
-        n.dim, n.sizes = dim, [t.data.shape[dim] for t in ts]
-        record(n, out, *ts)
-    return out
+    return flip(x, (dim,))
 
 
 def _revcumsum(x, dim):
@@ -935,18 +858,24 @@ def _cum_input(input, dtype):
     return input
 
 
-def cumsum(input, dim, *, dtype=None):
+def _cum_forward(name, input, dim, dtype):
+    """``(input, axis, out)`` of ``xp.cumsum``/``xp.cumprod`` (float16/bfloat16 accumulate in
+    float32), before any graph is recorded."""
     input = _cum_input(input, dtype)
     d = input.data
     ax = norm_dim(dim, d.ndim)
-    xp = B.namespace(d)
+    fn = getattr(B.namespace(d), name)
     if d.ndim == 0:
         r = d.copy()
     elif _low_precision(d.dtype):
-        r = xp.cumsum(d, axis=ax, dtype=np.float32).astype(d.dtype)
+        r = fn(d, axis=ax, dtype=np.float32).astype(d.dtype)
     else:
-        r = xp.cumsum(d, axis=ax)
-    out = wrap(r)
+        r = fn(d, axis=ax)
+    return input, ax, wrap(r)
+
+
+def cumsum(input, dim, *, dtype=None):
+    input, ax, out = _cum_forward("cumsum", input, dim, dtype)
     if STATE.enabled and input.requires_grad:
         n = new_node(CumsumBackward)
         n.dim = ax
@@ -995,17 +924,7 @@ def _cumprod_grad_zeros(xp, x, y, g, ax):
 
 
 def cumprod(input, dim, *, dtype=None):
-    input = _cum_input(input, dtype)
-    d = input.data
-    ax = norm_dim(dim, d.ndim)
-    xp = B.namespace(d)
-    if d.ndim == 0:
-        r = d.copy()
-    elif _low_precision(d.dtype):
-        r = xp.cumprod(d, axis=ax, dtype=np.float32).astype(d.dtype)
-    else:
-        r = xp.cumprod(d, axis=ax)
-    out = wrap(r)
+    input, ax, out = _cum_forward("cumprod", input, dim, dtype)
     if STATE.enabled and input.requires_grad:
         n = new_node(CumprodBackward)
         n.dim = ax
@@ -1443,7 +1362,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
             x = wrap(xd[_index(xd.ndim, ax, slice(1, None))] ^ xd[_index(xd.ndim, ax,
                                                                         slice(None, -1))])
         else:
-            x = _slice(x, ax, 1, size) - _slice(x, ax, 0, size - 1)
+            x = narrow(x, ax, 1, size - 1) - narrow(x, ax, 0, size - 1)
     return x
 
 

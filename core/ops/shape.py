@@ -821,9 +821,11 @@ class SliceScatterBackward(Node):
         return (_slice(g, self.index),)
 
 
-def _slice(input, index):
+def _slice(input, index, r=None):
+    """Differentiable basic index ``input[index]``, a view (``r``: ``input.data[index]`` when
+    the caller has it already). Its adjoint is ``_slice_scatter``."""
     d = input.data
-    out = _view_of(wrap(d[index]), input)
+    out = _view_of(wrap(d[index] if r is None else r), input)
     if STATE.enabled and input.requires_grad:
         n = new_node(SliceBackward)
         n.index, n.shape = index, d.shape
@@ -832,6 +834,7 @@ def _slice(input, index):
 
 
 def _slice_scatter(src, shape, index):
+    """Differentiable: zeros of ``shape`` with ``src`` written at the basic index ``index``."""
     d = src.data
     r = B.namespace(d).zeros(shape, d.dtype)
     r[index] = d

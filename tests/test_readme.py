@@ -1,0 +1,36 @@
+"""The README stays true: its two set-up commands come first, CI runs the second one, the
+main job it names exists, and its Python examples run."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _blocks(lang):
+    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+
+
+def test_opens_with_two_setup_commands():
+    first = _blocks("bash")[0].strip().splitlines()
+    assert len(first) == 2
+    install_run, install_test = first
+    assert install_run.startswith("pip install") and "python" in install_run
+    assert install_test.startswith("pip install") and "pytest" in install_test
+    # the first fenced block is the first thing after the title
+    assert README.index("```bash") < README.index("\n## ")
+    script = install_run.split("python", 1)[1].split()[0]
+    assert (ROOT / script).is_file(), f"the main job {script} does not exist"
+
+
+def test_ci_runs_the_readme_test_command():
+    install_test = _blocks("bash")[0].strip().splitlines()[1]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert install_test in ci.splitlines()
+
+
+def test_python_examples_run():
+    for code in _blocks("python"):
+        exec(compile(code, "README.md", "exec"), {})
