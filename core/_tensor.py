@@ -118,6 +118,8 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps):
     def is_leaf(self):
         return self.grad_fn is None
 
+    is_sparse = False  # dense; a row-sparse gradient is an ember.sparse.RowSparseGrad
+
     @property
     def is_cuda(self):
         return B.is_cuda_array(self.data)
@@ -498,6 +500,7 @@ def _bind():
     from .ops import _util
 
     _util._make = Tensor._make
+    _util.Tensor = Tensor
     G.Tensor = Tensor
 
 

@@ -271,6 +271,21 @@ def _call_node(node, grad):
     return grads
 
 
+def leaf_edge(edge):
+    """True when ``edge`` (an entry of ``node.next``) leads straight to a leaf tensor: the
+    only place a backward may send a ``RowSparseGrad`` (see core/sparse.py)."""
+    return edge is not None and not isinstance(edge[0], Node)
+
+
+def _sum_grads(a, b):
+    """``a + b`` for gradients, either of which may be row-sparse."""
+    if a is None:
+        return b
+    if getattr(b, "is_sparse", False) and not getattr(a, "is_sparse", False):
+        return b + a
+    return a + b
+
+
 def _accumulate_leaf(leaf, g, handed, create_graph):
     hooks = leaf._hooks
     if hooks is not None:
@@ -278,6 +293,16 @@ def _accumulate_leaf(leaf, g, handed, create_graph):
             r = fn(g)
             if r is not None:
                 g = r
+    if g.is_sparse or (leaf.grad is not None and leaf.grad.is_sparse):
+        if tuple(g.shape) != tuple(leaf.data.shape):
+            raise RuntimeError(
+                f"gradient computed for a leaf of shape {list(leaf.data.shape)} has shape "
+                f"{list(g.shape)} (a backward formula returned a wrongly shaped gradient)")
+        leaf.grad = _sum_grads(leaf.grad, g)
+        if hooks is not None:
+            for fn in list(hooks.get("post", ())):
+                fn(leaf)
+        return
     if g.data.shape != leaf.data.shape:
         raise RuntimeError(
             f"gradient computed for a leaf of shape {list(leaf.data.shape)} has shape "
@@ -401,7 +426,7 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
         if fn is None:
             if capture is not None:
                 for i in leaf_targets.get(id(r), ()):
-                    capture[i] = g if capture.get(i) is None else capture[i] + g
+                    capture[i] = _sum_grads(capture.get(i), g)
             else:
                 _accumulate_leaf(r, g, handed, create_graph)
             continue
@@ -447,7 +472,7 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
             elif g is not None:
                 if capture is not None:
                     for i in leaf_targets.get(id(t), ()):
-                        capture[i] = g if capture.get(i) is None else capture[i] + g
+                        capture[i] = _sum_grads(capture.get(i), g)
                 else:
                     _accumulate_leaf(t, g, handed, create_graph)
 

@@ -20,6 +20,7 @@ def T():
 
 
 _make = None  # Tensor._make, bound by core/_tensor.py once the class exists
+Tensor = None  # the Tensor base class (subclasses such as nn.Parameter pass isinstance)
 
 
 def wrap(data):

@@ -12,6 +12,7 @@ from .. import dtypes as D
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import Node, new_node, record
 from . import _special
+from . import _util as U
 from ._util import device_error, to_tensor, unbroadcast, wrap
 
 _ndarray = np.ndarray
@@ -29,7 +30,7 @@ def _operands(op, a, b):
     """Arrays for ``a <op> b`` with PyTorch's promotion; ``b`` may be a scalar or array.
     Returns ``(ad, bd, b_tensor_or_None)``."""
     ad = a.data
-    Tensor = type(a)
+    Tensor = U.Tensor
     if type(b) is Tensor or isinstance(b, Tensor):
         bd = b.data
         if ad.dtype is not bd.dtype:
@@ -66,7 +67,7 @@ def _fit_scalar(b, dt):
 
 
 def _other_tensor(a, b):
-    return b if isinstance(b, type(a)) else to_tensor(b, a, name="other")
+    return b if isinstance(b, U.Tensor) else to_tensor(b, a, name="other")
 
 
 # --------------------------------------------------------------------------- casting
@@ -809,7 +810,7 @@ class ClampBackward(Node):
 def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
-    Tensor = type(input)
+    Tensor = U.Tensor
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         out = input
         if min is not None:
@@ -894,7 +895,7 @@ def apply_inplace(self, fn, *args, **kwargs):
     """Run ``fn(self, *args)`` out of place and write the result into ``self``'s memory,
     moving the autograd history onto ``self``. The version counter is bumped, so a saved
     tensor that was overwritten is caught at backward."""
-    Tensor = type(self)
+    Tensor = U.Tensor
     grad = STATE.enabled and (self.requires_grad or any(
         isinstance(a, Tensor) and a.requires_grad for a in args))
     if grad:
@@ -973,7 +974,7 @@ def _shape_error(out_shape, other_shape):
 def _fast_inplace(self, ufunc_name, other):
     """No-grad fast path: ``ufunc(self, other, out=self)`` with no allocation."""
     d = self.data
-    Tensor = type(self)
+    Tensor = U.Tensor
     o = other.data if isinstance(other, Tensor) else other
     if isinstance(o, _ndarray) or B.is_cuda_array(o):
         if type(o) is not type(d):
@@ -1342,7 +1343,7 @@ class ElementwiseOps:
         return self
 
     def copy_(self, src, non_blocking=False):
-        Tensor = type(self)
+        Tensor = U.Tensor
         src = src if isinstance(src, Tensor) else to_tensor(src, self, name="src")
         if STATE.enabled and (self.requires_grad or src.requires_grad):
             from .shape import expand

@@ -25,8 +25,9 @@ from .. import _backend as B
 from .. import dtypes as D
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import Node, new_node, record, saved_output
+from . import _util as U
 from ._util import expand_to, norm_dim, norm_dims, wrap
-from .index import masked_fill as _masked_fill
+from .index import _add_at, masked_fill as _masked_fill
 from .shape import cat as _cat, flip, narrow
 
 _int64 = np.dtype(np.int64)
@@ -161,22 +162,6 @@ def _flat_index(xp, idx, ax, shape):
     return lin
 
 
-def _scatter_add(xp, out, lin, vals):
-    """``out[lin] += vals`` with repeated positions summed (no ``np.add.at``)."""
-    if lin.size == 0:
-        return
-    if xp is not np:
-        import cupyx
-
-        cupyx.scatter_add(out, lin, vals)
-        return
-    if not (lin[1:] >= lin[:-1]).all():
-        order = np.argsort(lin, kind="stable")
-        lin, vals = lin[order], vals[order]
-    starts = np.flatnonzero(np.concatenate(([True], lin[1:] != lin[:-1])))
-    out[lin[starts]] += np.add.reduceat(vals, starts)
-
-
 class TakeBackward(Node):
     __slots__ = ("idx", "dim", "shape", "unique")
 
@@ -212,7 +197,7 @@ def _put(g, idx, dim, shape, unique=True):
     if unique:
         out[lin] = vals
     else:
-        _scatter_add(xp, out, lin, vals)
+        _add_at(out, 0, lin, vals)
     res = wrap(out.reshape(shape))
     if STATE.enabled and g.requires_grad:
         n = new_node(PutBackward)
@@ -508,7 +493,7 @@ def _scalar_as_1d(fn, input, *args, **kw):
 
 def _extreme(input, dim, keepdim, other, is_max):
     name = "max" if is_max else "min"
-    if other is None and isinstance(dim, type(input)):
+    if other is None and isinstance(dim, U.Tensor):
         dim, other = None, dim
     if other is not None:
         from .elementwise import maximum, minimum
@@ -1337,7 +1322,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
             continue
         if t is None:
             continue
-        if not isinstance(t, type(input)):
+        if not isinstance(t, U.Tensor):
             from ._util import to_tensor
 
             t = to_tensor(t, input, name=what)
