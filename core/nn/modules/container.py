@@ -1,0 +1,301 @@
+"""Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict.
+
+Children are registered under their position (``"0"``, ``"1"``, ...) or key, so state-dict
+keys read ``features.0.weight`` exactly as in PyTorch.
+
+    >>> from ember import nn
+    >>> net = nn.Sequential(nn.Identity(), nn.Flatten())
+    >>> len(net), type(net[1]).__name__, type(net[:1]).__name__
+    (2, 'Flatten', 'Sequential')
+"""
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+
+from ..parameter import Parameter
+from .module import Module
+
+
+def _index(idx, n, what):
+    i = operator.index(idx)
+    if not -n <= i < n:
+        raise IndexError(f"index {i} is out of range for {what} of length {n}")
+    return i + n if i < 0 else i
+
+
+class Sequential(Module):
+    """Chains modules: ``forward(x)`` feeds ``x`` through each in order. Built from modules
+    (named ``0``, ``1``, ...) or from one ``OrderedDict`` of named modules."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, m in args[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(args):
+                self.add_module(str(i), m)
+
+    def forward(self, input):
+        for m in self._modules.values():
+            input = m(input)
+        return input
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[_index(idx, len(self), "Sequential")]
+
+    def __setitem__(self, idx, module):
+        key = list(self._modules)[_index(idx, len(self), "Sequential")]
+        self.add_module(key, module)
+
+    def __delitem__(self, idx):
+        keys = list(self._modules)
+        if isinstance(idx, slice):
+            for k in keys[idx]:
+                del self._modules[k]
+        else:
+            del self._modules[keys[_index(idx, len(self), "Sequential")]]
+        # renumber so that positions stay 0..n-1 (as torch does)
+        items = list(self._modules.items())
+        self._modules.clear()
+        for i, (k, m) in enumerate(items):
+            self._modules[str(i) if k.isdigit() else k] = m
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        n = len(self)
+        if not -n <= index <= n:
+            raise IndexError(f"index {index} is out of range for Sequential of length {n}")
+        index = index + n if index < 0 else index
+        mods = list(self._modules.values())
+        mods.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self.add_module(str(i), m)
+        return self
+
+    def pop(self, index=-1):
+        m = self[index]
+        del self[index]
+        return m
+
+    def __add__(self, other):
+        if not isinstance(other, Sequential):
+            return NotImplemented
+        return Sequential(*self, *other)
+
+
+class ModuleList(Module):
+    """A list of modules registered as children (no ``forward`` of its own)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ModuleList(list(self._modules.values())[idx])
+        return self._modules[str(_index(idx, len(self), "ModuleList"))]
+
+    def __setitem__(self, idx, module):
+        self.add_module(str(_index(idx, len(self), "ModuleList")), module)
+
+    def __delitem__(self, idx):
+        mods = list(self._modules.values())
+        del mods[idx if isinstance(idx, slice) else _index(idx, len(self), "ModuleList")]
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self._modules[str(i)] = m
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __add__(self, other):
+        return ModuleList(list(self) + list(other))
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        mods = list(self._modules.values())
+        mods.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self.add_module(str(i), m)
+
+    def pop(self, index=-1):
+        m = self[index]
+        del self[index]
+        return m
+
+
+class ModuleDict(Module):
+    """An ordered dict of modules registered as children."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def pop(self, key):
+        m = self._modules[key]
+        del self._modules[key]
+        return m
+
+    def clear(self):
+        self._modules.clear()
+
+    def update(self, modules):
+        items = modules.items() if hasattr(modules, "items") else modules
+        for k, m in items:
+            self[k] = m
+
+
+class ParameterList(Module):
+    """A list of parameters registered under ``"0"``, ``"1"``, ... (tensors become
+    Parameters)."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        if values is not None:
+            self.extend(values)
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ParameterList(list(self._parameters.values())[idx])
+        return self._parameters[str(_index(idx, len(self), "ParameterList"))]
+
+    def __setitem__(self, idx, value):
+        self.register_parameter(str(_index(idx, len(self), "ParameterList")), _param(value))
+
+    def append(self, value):
+        self.register_parameter(str(len(self)), _param(value))
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
+                         for k, p in self._parameters.items())
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters (tensors become Parameters)."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, value):
+        self.register_parameter(key, _param(value))
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def pop(self, key):
+        p = self._parameters[key]
+        del self._parameters[key]
+        return p
+
+    def update(self, parameters):
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for k, v in items:
+            self[k] = v
+
+    def extra_repr(self):
+        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
+                         for k, p in self._parameters.items())
+
+
+def _param(value):
+    if isinstance(value, Parameter) or value is None:
+        return value
+    return Parameter(value)
