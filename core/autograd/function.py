@@ -63,7 +63,7 @@ class FunctionCtx(Node):
         if self.materialize_grads:
             from .._tensor import Tensor
 
-            grads = tuple(g if g is not None else Tensor._make(xp.zeros(shape, dtype))
+            grads = tuple(g if g is not None or xp is None else Tensor._make(xp.zeros(shape, dtype))
                           for g, (shape, dtype, xp) in zip(grads, self.output_meta))
         res = self.fn_cls.backward(self, *grads)
         if not isinstance(res, tuple):

@@ -334,7 +334,8 @@ def _materialize(node, slots):
     for i, g in enumerate(slots):
         if g is None and shapes is not None and getattr(node, "materialize_grads", True):
             shape, dtype, xp = shapes[i]
-            g = Tensor._make(xp.zeros(shape, dtype))
+            if xp is not None:  # None marks an output that is not a tensor
+                g = Tensor._make(xp.zeros(shape, dtype))
         out.append(g)
     return tuple(out)
 

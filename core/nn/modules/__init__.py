@@ -3,7 +3,9 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .flatten import Flatten, Identity, Unflatten
 from .linear import Bilinear, Linear
 from .module import Module, RemovableHandle
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 
 __all__ = ["Module", "RemovableHandle", "Sequential", "ModuleList", "ModuleDict",
            "ParameterList", "ParameterDict", "Identity", "Flatten", "Unflatten", "Linear",
-           "Bilinear"]
+           "Bilinear", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+           "GRUCell"]
