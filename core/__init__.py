@@ -27,6 +27,8 @@ from .ops.shape import *  # noqa: F401,F403
 from .ops.index import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from . import linalg
+from .serialization import load, save
+from . import hub
 
 __version__ = "0.1.0"
 
