@@ -70,7 +70,7 @@ def _to_torch(arrays, grad):
     for a in arrays:
         if isinstance(a, Const):
             v = a.value
-            out.append(torch.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v)
+            out.append(torch.from_numpy(np.require(v, requirements="C")) if isinstance(v, np.ndarray) else v)
         else:
             t = torch.from_numpy(np.array(a))
             if grad and _is_float(a):
