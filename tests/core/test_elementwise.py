@@ -948,3 +948,24 @@ def test_inplace_double_backward():
     eg.sum().backward()
     tg.sum().backward()
     same(ex.grad, tx.grad, "second", atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(300, 700), (70000,), (3, 5)])
+@pytest.mark.parametrize("op", ["add_", "sub_"])
+def test_inplace_alpha_large_and_aliased(shape, op):
+    """The chunked path for big contiguous arrays, the fallbacks (small, non-contiguous,
+    aliased operand) all equal the plain formula."""
+    rng = np.random.default_rng(0)
+    for layout in ("contig", "transposed", "alias"):
+        a = rng.standard_normal(shape).astype(np.float32)
+        b = rng.standard_normal(shape).astype(np.float32)
+        x = ember.tensor(a)
+        if layout == "transposed" and len(shape) == 2:
+            x = ember.tensor(np.ascontiguousarray(a.T)).T
+        y = x if layout == "alias" else ember.tensor(b)
+        want = x.numpy() + (1 if op == "add_" else -1) * 0.3 * y.numpy()
+        with ember.no_grad():
+            v = x._version_count
+            getattr(x, op)(y, alpha=0.3)
+        np.testing.assert_allclose(x.numpy(), want, rtol=1e-6, atol=1e-6)
+        assert x._version_count == v + 1
