@@ -91,3 +91,21 @@ class cuda:  # namespace, mirrors torch.cuda's most used entry points
         manual_seed(s)
 
     manual_seed_all = manual_seed
+
+
+_LAZY = ("nn", "optim", "sparse", "data", "vision", "text", "audio", "rec", "rl", "recipes",
+         "distributed", "jagged")
+
+
+def __getattr__(name):
+    """``ember.nn``, ``ember.optim``, ``ember.data``, ... import on first use (as ``torch.nn``
+    is there after ``import torch``), so ``import ember`` stays fast."""
+    if name in _LAZY:
+        import importlib
+
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")

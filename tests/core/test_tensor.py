@@ -639,3 +639,14 @@ def test_requires_grad_flags():
     with pytest.raises(RuntimeError, match="leaf"):
         y.requires_grad_(False)
     ember.zeros(2, dtype=ember.complex64).requires_grad_()  # complex is allowed, as in torch
+
+
+def test_subpackages_load_lazily():
+    import subprocess
+    import sys
+
+    code = ("import sys, ember; assert 'ember.nn' not in sys.modules; "
+            "assert ember.nn.Linear and 'ember.nn' in sys.modules; "
+            "assert ember.optim.SGD; assert not hasattr(ember, 'no_such_thing')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
