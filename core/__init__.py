@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 from . import dtypes as _dtypes
-from ._backend import cuda_available as _cuda_available, device
+from ._backend import cuda_available as _cuda_available, device, get_default_device, \
+    set_default_device
 from .dtypes import (bfloat16, bool, cdouble, cfloat, complex64, complex128, double, float,
                      float16, float32, float64, get_default_dtype, half, int, int8, int16, int32,
                      int64, long, set_default_dtype, short, uint8)

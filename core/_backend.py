@@ -105,13 +105,63 @@ class device:
     def __reduce__(self):
         return (device, (str(self),))
 
+    def __enter__(self):
+        """``with ember.device("meta"): model = Net()``: factories without an explicit device
+        create their tensors here (nn modules built inside hold no memory on ``meta``)."""
+        _DEFAULT_DEVICE.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _DEFAULT_DEVICE.pop()
+
 
 _DEVICES: dict = {}
 CPU = device("cpu")
 
 
+META = device("meta")
+
+# ---------------------------------------------------------------------------- meta arrays
+# A tensor on the ``meta`` device has a shape and a dtype but no memory: its array is a
+# read-only zero-stride view of one shared scalar per dtype (``np.broadcast_to``), so every
+# shape query works and nothing of the tensor's size is ever allocated. numpy keeps that
+# scalar as the ``base`` of every view, which is how ``is_meta`` recognises them.
+_META_BASES: dict = {}
+
+
+def meta_array(shape, dtype):
+    """An array of ``shape`` and ``dtype`` on the meta device (no memory)."""
+    dt = np.dtype(dtype)
+    base = _META_BASES.get(dt)
+    if base is None:
+        base = _META_BASES[dt] = np.zeros((), dt)
+        base.flags.writeable = False
+    return np.broadcast_to(base, tuple(shape))
+
+
+def is_meta(array) -> bool:
+    b = getattr(array, "base", None)
+    return b is not None and type(array) is ndarray and _META_BASES.get(array.dtype) is b
+
+
+# ---------------------------------------------------------------------------- default device
+_DEFAULT_DEVICE = [None]  # a stack: ``with ember.device("meta"):`` pushes, exit pops
+
+
+def get_default_device():
+    """The device factories use when none is given (``cpu`` unless changed)."""
+    return _DEFAULT_DEVICE[-1] or CPU
+
+
+def set_default_device(dev):
+    """Make ``dev`` (or None for cpu) the device factories use when none is given."""
+    _DEFAULT_DEVICE[-1] = None if dev is None else device(dev)
+
+
 def device_of(array) -> device:
     if type(array) is ndarray:
+        if array.base is not None and is_meta(array):
+            return META
         return CPU
     if _cupy is not None and isinstance(array, _cupy.ndarray):
         return device("cuda", array.device.id)
@@ -121,6 +171,14 @@ def device_of(array) -> device:
 def to_device(array, dev: device):
     """Copy ``array`` to ``dev`` (no copy when it is already there)."""
     dev = device(dev)
+    if dev.type == "meta":
+        return array if is_meta(array) else meta_array(array.shape, array.dtype)
+    if is_meta(array):
+        raise RuntimeError(
+            f"cannot copy a meta tensor (shape {tuple(array.shape)}) to {dev}: it has no data. "
+            "Materialize modules with module.to_empty(device=...) and then initialize them "
+            "(reset_parameters() or load_state_dict), or create tensors with "
+            "ember.empty_like(t, device=...)")
     if dev.type == "cpu":
         if type(array) is ndarray:
             return array

@@ -142,7 +142,11 @@ def format_tensor(t) -> str:
     if dev.type != "cpu":
         suffix.append(f"device='{dev}'")
     default_dt = t.dtype in (D.get_default_dtype(), D.int64, D.bool)
-    if arr.size == 0:
+    if dev.type == "meta":  # no values to show
+        body = "..."
+        suffix.append(f"size={tuple(arr.shape)}")
+        default_dt = t.dtype == D.get_default_dtype()
+    elif arr.size == 0:
         body = "[]"
         if arr.ndim != 1:
             suffix.append(f"size={tuple(arr.shape)}")

@@ -126,7 +126,12 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps):
 
     @property
     def is_cpu(self):
-        return type(self.data) is _ndarray
+        return type(self.data) is _ndarray and not B.is_meta(self.data)
+
+    @property
+    def is_meta(self):
+        """True for a tensor on the ``meta`` device: a shape and dtype, no memory."""
+        return B.is_meta(self.data)
 
     def is_floating_point(self):
         return D.is_floating(self.data.dtype)
@@ -353,6 +358,9 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps):
                 "a leaf tensor that requires grad is being used in an in-place operation; wrap "
                 "the initialization in ember.no_grad()")
         d = self.data
+        if B.is_meta(d):  # nothing to fill: a meta tensor has no values
+            self._bump()
+            return self
         rng = _gen(generator, self.device)
         work = d.dtype if d.dtype in (D.float32, D.float64) else D.float32
         vals = draw(rng, d.shape, work)

@@ -21,13 +21,68 @@ def _T():
 
 def _xp(device):
     if device is None:
-        return np, B.CPU
+        device = B._DEFAULT_DEVICE[-1]
+        if device is None:
+            return np, B.CPU
     dev = B.device(device)
     if dev.type == "cuda":
         return B.cupy(), dev
     if dev.type == "meta":
-        raise RuntimeError("tensors on the 'meta' device are created by ember.nn's lazy init")
+        return _META_XP, dev
     return np, dev
+
+
+class _MetaNamespace:
+    """The creation functions factories call, returning memory-less meta arrays."""
+
+    @staticmethod
+    def _dt(dtype):
+        return np.dtype(D.get_default_dtype() if dtype is None else dtype)
+
+    def zeros(self, shape, dtype=None, **kw):
+        return B.meta_array(shape, self._dt(dtype))
+
+    ones = empty = zeros
+
+    def full(self, shape, fill_value, dtype=None):
+        return B.meta_array(shape, self._dt(dtype))
+
+    def eye(self, n, m=None, dtype=None, **kw):
+        return B.meta_array((n, n if m is None else m), self._dt(dtype))
+
+    def arange(self, start, stop=None, step=1, dtype=None):
+        if stop is None:
+            start, stop = 0, start
+        n = max(0, math.ceil((stop - start) / step))
+        return B.meta_array((n,), np.dtype(dtype or np.int64))
+
+    def linspace(self, start, stop, num, dtype=None, **kw):
+        return B.meta_array((int(num),), self._dt(dtype))
+
+    logspace = linspace
+
+
+class _MetaRNG:
+    """A random source whose draws are meta arrays (nothing is drawn, no state advances)."""
+
+    def random(self, shape, dtype=np.float64, **kw):
+        return B.meta_array(shape, dtype)
+
+    standard_normal = standard_exponential = random
+
+    def integers(self, low, high=None, size=(), dtype=np.int64, **kw):
+        return B.meta_array(size if isinstance(size, tuple) else (size,), dtype)
+
+    def permutation(self, n):
+        return B.meta_array((int(n),), np.int64)
+
+
+_META_XP = _MetaNamespace()
+_META_RNG = _MetaRNG()
+
+
+def _rng(generator, dev):
+    return _META_RNG if dev.type == "meta" else _gen(generator, dev)
 
 
 def _infer_dtype(data):
@@ -281,7 +336,7 @@ def _rand_common(size, dtype, device):
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform samples in [0, 1)."""
     shape, dt, dev = _rand_common(size, dtype, device)
-    g = _gen(generator, dev)
+    g = _rng(generator, dev)
     if dt in (D.float32, D.float64):
         arr = g.random(shape, dtype=dt)
     else:
@@ -292,7 +347,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal samples."""
     shape, dt, dev = _rand_common(size, dtype, device)
-    g = _gen(generator, dev)
+    g = _rng(generator, dev)
     if dt in (D.float32, D.float64):
         arr = g.standard_normal(shape, dtype=dt)
     else:
@@ -313,14 +368,14 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     shape = _size((size,))
     dt = D.to_dtype(dtype) or D.int64
     xp, dev = _xp(device)
-    arr = _gen(generator, dev).integers(low, high, shape, dtype=np.int64)
+    arr = _rng(generator, dev).integers(low, high, shape, dtype=np.int64)
     return _finish(arr.astype(dt, copy=False), requires_grad)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     xp, dev = _xp(device)
     dt = D.to_dtype(dtype) or D.int64
-    arr = _gen(generator, B.CPU).permutation(int(n)).astype(dt)
+    arr = _rng(generator, dev if dev.type == "meta" else B.CPU).permutation(int(n)).astype(dt)
     return _finish(B.to_device(arr, dev), requires_grad)
 
 

@@ -68,7 +68,8 @@ def _fan(tensor, mode):
 def _fill(tensor, values):
     """Write ``values`` (an array) into ``tensor`` in place, outside autograd."""
     d = tensor.data
-    B.namespace(d).copyto(d, values, casting="unsafe")
+    if not B.is_meta(d):
+        B.namespace(d).copyto(d, values, casting="unsafe")
     tensor._bump()
     return tensor
 
@@ -91,6 +92,8 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Normal(mean, std) truncated to [a, b]: values outside are redrawn (only those), which
     samples the truncated distribution exactly; after 100 rounds any left are clamped."""
+    if tensor.is_meta:
+        return tensor
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
@@ -121,6 +124,8 @@ def zeros_(tensor):
 
 def eye_(tensor):
     """The identity matrix in a 2-D tensor (ones on the main diagonal)."""
+    if tensor.is_meta:
+        return tensor
     if tensor.ndim != 2:
         raise ValueError(f"Only tensors with 2 dimensions are supported, got shape "
                          f"{list(tensor.shape)}")
@@ -130,6 +135,8 @@ def eye_(tensor):
 
 def dirac_(tensor, groups=1):
     """A conv weight (3-5 dims) that passes its input through (per group)."""
+    if tensor.is_meta:
+        return tensor
     nd = tensor.ndim
     if nd not in (3, 4, 5):
         raise ValueError(f"Only tensors with 3, 4, or 5 dimensions are supported, got shape "
@@ -179,6 +186,8 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 def orthogonal_(tensor, gain=1, generator=None):
     """A (semi-)orthogonal matrix (QR of a Gaussian draw, signs fixed by R's diagonal), over
     the flattened trailing dims."""
+    if tensor.is_meta:
+        return tensor
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported, got shape "
                          f"{list(tensor.shape)}")
@@ -200,6 +209,8 @@ def orthogonal_(tensor, gain=1, generator=None):
 
 def sparse_(tensor, sparsity, std=0.01, generator=None):
     """A 2-D tensor with ``ceil(sparsity * rows)`` zeros per column, the rest N(0, std)."""
+    if tensor.is_meta:
+        return tensor
     if tensor.ndim != 2:
         raise ValueError(f"Only tensors with 2 dimensions are supported, got shape "
                          f"{list(tensor.shape)}")

@@ -959,6 +959,8 @@ def _write(self, data, fn):
         if not ok:
             raise _shape_error(d.shape, data.shape)
     if not d.flags.writeable:
+        if B.is_meta(d):  # meta tensors have no values: in-place ops only check shapes
+            return
         raise RuntimeError("in-place operation on a read-only tensor (a broadcast view made by "
                            "expand): clone() it first")
     B.namespace(d).copyto(d, data, casting="unsafe")
@@ -991,6 +993,9 @@ def _fast_inplace(self, ufunc_name, other):
         if dt.kind in "iu":
             o = _fit_scalar(o, dt)
     if not d.flags.writeable:
+        if B.is_meta(d):
+            self._bump()
+            return self
         raise RuntimeError("in-place operation on a read-only tensor (a broadcast view made by "
                            "expand): clone() it first")
     try:
@@ -1377,7 +1382,8 @@ class ElementwiseOps:
             value = value.item()
         if STATE.enabled and self.requires_grad:
             return apply_inplace(self, lambda s: s * 0 + value)
-        self.data.fill(value)
+        if not B.is_meta(self.data):
+            self.data.fill(value)
         self._bump()
         return self
 
@@ -1392,6 +1398,9 @@ class ElementwiseOps:
                 return expand(x, s.shape)._cast(s.dtype) if x.shape != s.shape else x._cast(s.dtype)
             return apply_inplace(self, _copy, src)
         sd = src.data
+        if B.is_meta(self.data):
+            self._bump()
+            return self
         if type(sd) is not type(self.data):
             sd = B.to_device(sd, self.device)
         try:

@@ -475,6 +475,14 @@ class Module:
             return out
         return self._apply(convert)
 
+    def to_empty(self, *, device, recurse=True):
+        """Give every parameter and buffer fresh uninitialized memory on ``device`` (same
+        shapes and dtypes): the step after building a model on the ``meta`` device, followed by
+        ``reset_parameters()`` or ``load_state_dict``."""
+        from ... import factories
+
+        return self._apply(lambda t: factories.empty_like(t, device=device), recurse)
+
     def cpu(self):
         return self.to("cpu")
 
@@ -577,8 +585,8 @@ class Module:
                     f"from checkpoint, the shape in current model is {list(param.data.shape)}.")
                 continue
             try:
-                if assign:
-                    new = B.to_device(arr, param.device)
+                if assign:  # take the checkpoint's array itself (its device, no copy)
+                    new = arr
                     if isinstance(param, Parameter):
                         param.data = new
                         param._bump()
@@ -666,6 +674,8 @@ def _as_array(value):
 
 def _copy_into(param, arr):
     d = param.data
+    if B.is_meta(d):  # nothing to copy into; load with assign=True to adopt the arrays
+        return
     if type(arr) is not type(d):
         arr = B.to_device(arr, param.device)
     if arr.dtype != d.dtype and not np.can_cast(arr.dtype, d.dtype, "same_kind") and not (
