@@ -23,3 +23,8 @@ from .normalization import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .sampling import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
+
+# The families `dropout` and `linear` share a name with a function they define: bind the
+# functions last so that ``F.dropout``/``F.linear`` never resolve to the submodules.
+from .dropout import dropout  # noqa: E402,F811
+from .linear import linear  # noqa: E402,F811
