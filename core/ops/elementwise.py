@@ -736,9 +736,15 @@ arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, aco
 
 
 def _sigmoid_fwd(xp, d):
-    # numerically stable in both tails: exp of a non-positive number only
-    e = xp.exp(-xp.abs(d))
-    return xp.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
+    if d.dtype.itemsize < 4:  # float16/bfloat16: exp overflows near -11, keep both tails
+        e = xp.exp(-xp.abs(d))
+        return xp.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
+    # 1 / (1 + exp(-x)) in one buffer; exp(-x) = inf below -88 (float32) gives exactly 0
+    e = xp.negative(d)
+    with np.errstate(over="ignore"):
+        xp.exp(e, out=e)
+    e += 1
+    return xp.reciprocal(e, out=e)
 
 
 sigmoid = _unary("sigmoid", _sigmoid_fwd, lambda x, y, g: g * y * (1 - y), "y")
