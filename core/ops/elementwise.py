@@ -740,7 +740,7 @@ def _sigmoid_fwd(xp, d):
         e = xp.exp(-xp.abs(d))
         return xp.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
     # 1 / (1 + exp(-x)) in one buffer; exp(-x) = inf below -88 (float32) gives exactly 0
-    e = xp.negative(d)
+    e = xp.negative(d, out=xp.empty_like(d))  # an array even for 0-d input
     with np.errstate(over="ignore"):
         xp.exp(e, out=e)
     e += 1
