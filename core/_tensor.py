@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _backend as B
 from . import dtypes as D
+from ._convert import Convertible, parse_to_args
 from .autograd.grad_mode import STATE
 from .autograd import graph as G
 from .ops.elementwise import ElementwiseOps
@@ -23,7 +24,7 @@ _generic = np.generic
 _asarray = np.asarray
 
 
-class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps):
+class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertible):
     """An n-dimensional array on a device, with autograd.
 
     >>> import ember
@@ -250,15 +251,7 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps):
     # ------------------------------------------------------------------ device / dtype
     def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
-        for a in args:
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, (str, B.device)) and not (isinstance(a, str) and a == "bfloat16"):
-                device = a
-            elif isinstance(a, int) and not isinstance(a, bool):
-                device = a
-            else:
-                dtype = a
+        device, dtype = parse_to_args(args, device, dtype)
         dt = D.to_dtype(dtype)
         out = self
         if device is not None:
@@ -271,13 +264,6 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps):
             out = self.clone()
         return out
 
-    def cpu(self):
-        return self.to("cpu")
-
-    def cuda(self, device=None):
-        return self.to(B.device("cuda", 0 if device is None else device)
-                       if not isinstance(device, (str, B.device)) else device)
-
     def type(self, dtype=None):
         if dtype is None:
             return f"ember.{D.name(self.dtype)}"
@@ -285,18 +271,6 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps):
 
     def type_as(self, other):
         return self.to(other.dtype)
-
-    def float(self):
-        return self.to(D.float32)
-
-    def double(self):
-        return self.to(D.float64)
-
-    def half(self):
-        return self.to(D.float16)
-
-    def bfloat16(self):
-        return self.to("bfloat16")
 
     def long(self):
         return self.to(D.int64)

@@ -159,7 +159,46 @@ class ModuleList(Module):
         return m
 
 
-class ModuleDict(Module):
+class _DictView:
+    """The read side of a dict-like container over one of Module's stores (``_store``)."""
+
+    _store = "_modules"
+
+    def __getitem__(self, key):
+        return getattr(self, self._store)[key]
+
+    def __delitem__(self, key):
+        del getattr(self, self._store)[key]
+
+    def __len__(self):
+        return len(getattr(self, self._store))
+
+    def __iter__(self):
+        return iter(getattr(self, self._store))
+
+    def __contains__(self, key):
+        return key in getattr(self, self._store)
+
+    def keys(self):
+        return getattr(self, self._store).keys()
+
+    def values(self):
+        return getattr(self, self._store).values()
+
+    def items(self):
+        return getattr(self, self._store).items()
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def update(self, entries):
+        for k, v in (entries.items() if hasattr(entries, "items") else entries):
+            self[k] = v
+
+
+class ModuleDict(_DictView, Module):
     """An ordered dict of modules registered as children."""
 
     def __init__(self, modules=None):
@@ -167,45 +206,11 @@ class ModuleDict(Module):
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key):
-        return self._modules[key]
-
     def __setitem__(self, key, module):
         self.add_module(key, module)
 
-    def __delitem__(self, key):
-        del self._modules[key]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def values(self):
-        return self._modules.values()
-
-    def items(self):
-        return self._modules.items()
-
-    def pop(self, key):
-        m = self._modules[key]
-        del self._modules[key]
-        return m
-
     def clear(self):
         self._modules.clear()
-
-    def update(self, modules):
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
-            self[k] = m
 
 
 class ParameterList(Module):
@@ -245,50 +250,18 @@ class ParameterList(Module):
                          for k, p in self._parameters.items())
 
 
-class ParameterDict(Module):
+class ParameterDict(_DictView, Module):
     """An ordered dict of parameters (tensors become Parameters)."""
+
+    _store = "_parameters"
 
     def __init__(self, parameters=None):
         super().__init__()
         if parameters is not None:
             self.update(parameters)
 
-    def __getitem__(self, key):
-        return self._parameters[key]
-
     def __setitem__(self, key, value):
         self.register_parameter(key, _param(value))
-
-    def __delitem__(self, key):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def values(self):
-        return self._parameters.values()
-
-    def items(self):
-        return self._parameters.items()
-
-    def pop(self, key):
-        p = self._parameters[key]
-        del self._parameters[key]
-        return p
-
-    def update(self, parameters):
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for k, v in items:
-            self[k] = v
 
     def extra_repr(self):
         return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"

@@ -25,6 +25,7 @@ import numpy as np
 
 from ... import _backend as B
 from ... import dtypes as D
+from ..._convert import Convertible, parse_to_args
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ..parameter import Buffer, Parameter
@@ -66,7 +67,7 @@ def _addindent(text, n):
     return lines[0] + "\n" + "\n".join(" " * n + ln for ln in lines[1:])
 
 
-class Module:
+class Module(Convertible):
     """Base class of every layer and model. Subclasses call ``super().__init__()`` first, then
     assign ``Parameter``s, submodules and buffers as attributes, and define ``forward``."""
 
@@ -451,14 +452,7 @@ class Module:
         kwargs.pop("non_blocking", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, (str, B.device)) or (isinstance(a, int) and
-                                                      not isinstance(a, bool)):
-                device = a
-            else:
-                dtype = a
+        device, dtype = parse_to_args(args, device, dtype)
         dt = D.to_dtype(dtype)
         if dt is not None and not (D.is_floating(dt) or dt.kind == "c"):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
@@ -482,25 +476,6 @@ class Module:
         from ... import factories
 
         return self._apply(lambda t: factories.empty_like(t, device=device), recurse)
-
-    def cpu(self):
-        return self.to("cpu")
-
-    def cuda(self, device=None):
-        return self.to(B.device("cuda", 0 if device is None else device)
-                       if not isinstance(device, (str, B.device)) else device)
-
-    def float(self):
-        return self.to(D.float32)
-
-    def double(self):
-        return self.to(D.float64)
-
-    def half(self):
-        return self.to(D.float16)
-
-    def bfloat16(self):
-        return self.to("bfloat16")
 
     def type(self, dst_type):
         return self.to(dst_type)
