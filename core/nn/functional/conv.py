@@ -1,0 +1,1036 @@
+"""Convolutions: conv1d/2d/3d, conv_transpose1d/2d/3d, unfold/fold (im2col/col2im).
+
+Layout: the public API is channels-first (``(N, C, *spatial)``), and so is the compute.
+A dense conv copies each image's sliding windows into a reused scratch buffer ("im2col",
+``(C*prod(k), L)`` with ``L`` output positions) and runs one GEMM per image, which writes
+the ``(C_out, L)`` output in place; small maps (``L`` below ``_BATCH_L``) are gathered for
+a chunk of images and run as one GEMM. 1x1 convs skip im2col; 3x3 stride-1 convs with
+many channels use Winograd F(2x2, 3x3); depthwise convs (``groups == C_in``) accumulate
+shifted multiply-adds over the kernel taps; other grouped convs run a batched matmul over
+the groups. float16 computes in float32.
+
+Autograd: three recorded ops express each other's gradients, so first-order backward runs
+as raw GEMMs and double backward works:
+
+- ``_conv(x, w)``: the convolution ``y = A_w x``;
+- ``_conv_t(y, w)``: its adjoint in ``x`` (``A_w^T y``; grad_input, and conv_transpose;
+  with stride 1 it is a conv with the flipped kernel, otherwise GEMM + col2im);
+- ``_conv_w(x, g)``: its adjoint in ``w`` (grad_weight: a correlation of ``x`` with ``g``).
+
+Geometry (``geo``) is ``(plo, stride, dilation, groups)``: ``plo`` pads the low side of each
+spatial dim; the high side is implied by the sizes (it may be negative: trailing input that
+no window reaches is ignored).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+
+import numpy as np
+
+from ... import _backend as B
+from ... import dtypes as D
+from ...autograd.grad_mode import STATE
+from ...autograd.graph import Node, new_node, record
+from ...ops import _util as U
+from ...ops._util import wrap
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "unfold", "fold"]
+
+# below this many output positions per image, im2col gathers the whole batch for one GEMM
+_BATCH_L = 400
+# per-chunk temporaries (batched im2col columns, Winograd tiles) hold about this many
+# elements: the batch is processed in chunks of images that fit
+_CHUNK = 1 << 22
+# scratch buffers larger than this many bytes are not kept between calls
+_SCRATCH_MAX = 128 << 20
+
+_TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char",
+                "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
+                "bool": "Bool", "bfloat16": "BFloat16"}
+
+
+# =========================================================================== arguments
+
+def _ntuple(v, n, what, op=None):
+    """An int or a sequence of 1 or ``n`` ints -> a tuple of ``n`` ints."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return (int(v),) * n
+    if isinstance(v, (tuple, list)) and all(
+            isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in v):
+        if len(v) == n:
+            return tuple(int(e) for e in v)
+        if len(v) == 1:
+            return (int(v[0]),) * n
+        raise RuntimeError(
+            f"expected {what} to be a single integer value or a list of {n} values to match "
+            f"the convolution dimensions, but got {what}={list(v)}")
+    where = f"{op}(): " if op else ""
+    raise TypeError(f"{where}argument '{what}' must be an int or a tuple of ints, "
+                    f"not {type(v).__name__}")
+
+
+def _torch_name(dt):
+    n = D.name(dt)
+    return _TORCH_NAMES.get(n, n)
+
+
+def _check_inputs(op, nd, input, weight, bias, groups, transposed=False):
+    """PyTorch's shape and dtype checks for a convolution; returns whether ``input`` is
+    unbatched."""
+    if not isinstance(input, U.Tensor) or not isinstance(weight, U.Tensor):
+        raise TypeError(f"{op}(): input and weight must be Tensors, got "
+                        f"{type(input).__name__} and {type(weight).__name__}")
+    ish, wsh = tuple(input.shape), tuple(weight.shape)
+    if len(ish) not in (nd + 1, nd + 2):
+        raise RuntimeError(
+            f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, but got "
+            f"input of size: {list(ish)}")
+    if len(wsh) != nd + 2:
+        raise RuntimeError(
+            f"{op}: expected a {nd + 2}D weight (out_channels, in_channels/groups, "
+            f"*kernel_size), but got weight of size {list(wsh)}")
+    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool):
+        raise TypeError(f"{op}(): argument 'groups' must be int, not {type(groups).__name__}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    idt, wdt = input.data.dtype, weight.data.dtype
+    if idt.kind == "b" or idt.kind == "c":
+        raise RuntimeError(f"\"{op}\" not implemented for '{_torch_name(idt)}'")
+    if idt != wdt:
+        raise RuntimeError(f"Input type ({_torch_name(idt)}) and weight type "
+                           f"({_torch_name(wdt)}) should be the same")
+    if type(input.data) is not type(weight.data):
+        raise RuntimeError(f"{op}: expected input and weight to be on the same device, but got "
+                           f"{input.device} and {weight.device}")
+    batch_sh = ish if len(ish) == nd + 2 else (1,) + ish
+    if wsh[0] < groups or wsh[0] % groups:
+        if wsh[0] < groups:
+            raise RuntimeError(
+                f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, "
+                f"but got weight of size {list(wsh)} instead")
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension "
+            f"0, but got weight of size {list(wsh)} instead")
+    if transposed:
+        if batch_sh[1] != wsh[0]:
+            raise RuntimeError(
+                f"Given transposed=1, weight of size {list(wsh)}, expected input"
+                f"{list(batch_sh)} to have {wsh[0]} channels, but got {batch_sh[1]} channels "
+                "instead")
+        out_ch = wsh[1] * groups
+    else:
+        if batch_sh[1] != wsh[1] * groups:
+            raise RuntimeError(
+                f"Given groups={groups}, weight of size {list(wsh)}, expected input"
+                f"{list(batch_sh)} to have {wsh[1] * groups} channels, but got {batch_sh[1]} "
+                "channels instead")
+        out_ch = wsh[0]
+    if bias is not None:
+        if not isinstance(bias, U.Tensor):
+            raise TypeError(f"{op}(): bias must be a Tensor or None, got {type(bias).__name__}")
+        bsh = tuple(bias.shape)
+        if len(bsh) != 1 or bsh[0] != out_ch:
+            raise RuntimeError(
+                f"Given weight of size {list(wsh)}, expected bias to be 1-dimensional with "
+                f"{out_ch} elements, but got bias of size {list(bsh)} instead")
+        if bias.data.dtype != idt:
+            raise RuntimeError(f"Input type ({_torch_name(idt)}) and bias type "
+                               f"({_torch_name(bias.data.dtype)}) should be the same")
+    return len(ish) == nd + 1
+
+
+def _check_positive(stride, dilation, padding=None):
+    if any(p < 0 for p in padding or ()):
+        raise RuntimeError("negative padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+
+
+def _out_size(S, lo, hi, k, s, d):
+    return tuple((Si + a + b - dd * (kk - 1) - 1) // ss + 1
+                 for Si, a, b, kk, ss, dd in zip(S, lo, hi, k, s, d))
+
+
+def _extent(O, k, s, d):
+    """Padded length that ``O`` windows of a dilated kernel span."""
+    return tuple((o - 1) * ss + (kk - 1) * dd + 1 for o, kk, ss, dd in zip(O, k, s, d))
+
+
+def _prod(t):
+    return math.prod(t)
+
+
+# =========================================================================== scratch memory
+
+_WS = threading.local()
+
+
+def _scratch(key, shape, dtype, xp):
+    """A reusable buffer for temporaries that never leave an op (numpy only: cupy has a
+    memory pool). Per thread, so concurrent callers do not share one."""
+    if xp is not np:
+        return xp.empty(shape, dtype)
+    n = _prod(shape)
+    nbytes = n * np.dtype(dtype).itemsize
+    if nbytes > _SCRATCH_MAX:
+        return np.empty(shape, dtype)
+    bufs = getattr(_WS, "bufs", None)
+    if bufs is None:
+        bufs = _WS.bufs = {}
+    k = (key, np.dtype(dtype))
+    buf = bufs.get(k)
+    if buf is None or buf.size < n:
+        buf = bufs[k] = np.empty(max(n, 1), dtype)
+    return buf[:n].reshape(shape)
+
+
+# =========================================================================== array kernels
+
+def _as_strided(xp, a, shape, strides):
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=False)
+    return xp.lib.stride_tricks.as_strided(a, shape, strides)
+
+
+def _pad_to(x, plo, E, fill=0, key="pad"):
+    """``x`` (..., *S) as (..., *E): padded coordinate ``p`` holds input ``p - plo`` and
+    ``fill`` outside the input; input past ``E`` is cropped. ``x`` itself (or a view of it)
+    when no padding is needed; otherwise a scratch buffer (valid until the next call)."""
+    nd = len(E)
+    S = x.shape[-nd:]
+    if not any(plo) and all(e <= s for e, s in zip(E, S)):
+        if tuple(E) == tuple(S):
+            return x
+        return x[(Ellipsis,) + tuple(slice(0, e) for e in E)]
+    xp = B.namespace(x)
+    lead = x.shape[:-nd]
+    buf = _scratch(key, lead + tuple(E), x.dtype, xp)
+    dst, src = [], []
+    for a, e, s in zip(plo, E, S):
+        hi = min(e, a + s)
+        dst.append(slice(a, max(hi, a)))
+        src.append(slice(0, max(hi - a, 0)))
+    pre = (slice(None),) * len(lead)
+    for i, (a, sl) in enumerate(zip(plo, dst)):  # fill the borders only
+        if a:
+            buf[pre + (slice(None),) * i + (slice(0, a),)] = fill
+        if sl.stop < E[i]:
+            buf[pre + (slice(None),) * i + (slice(sl.stop, None),)] = fill
+    buf[pre + tuple(dst)] = x[pre + tuple(src)]
+    return buf
+
+
+def _windows(xpad, k, s, d, O):
+    """Read-only view (..., *k, *O) of the sliding windows of ``xpad`` (..., *E)."""
+    nd = len(k)
+    st = xpad.strides
+    sp = st[-nd:]
+    shape = xpad.shape[:-nd] + tuple(k) + tuple(O)
+    strides = st[:-nd] + tuple(a * b for a, b in zip(sp, d)) + tuple(a * b for a, b in zip(sp, s))
+    return _as_strided(B.namespace(xpad), xpad, shape, strides)
+
+
+def _taps(k):
+    return itertools.product(*(range(kk) for kk in k))
+
+
+def _tap_slices(tap, s, d, O):
+    return tuple(slice(t * dd, t * dd + ss * (o - 1) + 1, ss) for t, dd, ss, o in zip(tap, d, s, O))
+
+
+def _col2im_add(dst, cols, k, s, d, O):
+    """``dst[..., tap*d + s*o] += cols[..., tap, o]`` over every tap (the adjoint of
+    ``_windows``); ``dst`` (..., *E) is updated in place."""
+    nd = len(k)
+    rest = (slice(None),) * nd
+    for tap in _taps(k):
+        v = dst[(Ellipsis,) + _tap_slices(tap, s, d, O)]
+        v += cols[(Ellipsis,) + tap + rest]
+
+
+def _crop(buf, plo, S):
+    """The (..., *S) region at ``plo`` of a padded buffer, as an array of its own."""
+    nd = len(S)
+    if not any(plo) and tuple(buf.shape[-nd:]) == tuple(S):
+        return buf
+    xp = B.namespace(buf)
+    return xp.ascontiguousarray(buf[(Ellipsis,) + tuple(slice(a, a + n) for a, n in zip(plo, S))])
+
+
+def _strided_1x1(xpad, s, O):
+    return xpad[(Ellipsis,) + tuple(slice(0, (o - 1) * ss + 1, ss) for o, ss in zip(O, s))]
+
+
+def _batches(N, per_image):
+    """Image ranges whose temporaries stay under ``_CHUNK`` elements."""
+    nb = max(1, min(N, _CHUNK // max(per_image, 1)))
+    return [(n, min(N, n + nb)) for n in range(0, N, nb)]
+
+
+def _batch_last(nd):
+    """Axes taking a window view (N, C, *k, *O) to (C, *k, N, *O)."""
+    return (1,) + tuple(range(2, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))
+
+
+def _is_depthwise(C, w, groups):
+    return groups > 1 and groups == C and w.shape[1] == 1
+
+
+def _conv_arr(x, w, O, geo):
+    """Convolution (cross-correlation) of x (N, C, *S) with w (Co, C/groups, *k) -> (N, Co, *O)."""
+    plo, s, d, G = geo
+    xp = B.namespace(x)
+    N, C = x.shape[:2]
+    Co, Cg = w.shape[:2]
+    k = w.shape[2:]
+    nd = len(k)
+    if _is_depthwise(C, w, G):
+        return _dw_arr(x, w, O, geo)
+    if _use_winograd(x, w, O, s, d, G):
+        return _winograd_arr(x, w, O, plo)
+    xpad = _pad_to(x, plo, _extent(O, k, s, d))
+    Kk, L, Cog = _prod(k), _prod(O), Co // G
+    W2 = w.reshape(G, Cog, Cg * Kk)
+    if Kk == 1:
+        v = _strided_1x1(xpad, s, O).reshape(N, G, Cg, L)
+        return xp.matmul(W2, v).reshape((N, Co) + tuple(O))
+    win = _windows(xpad, k, s, d, O)
+    out = xp.empty((N, Co) + tuple(O), x.dtype)
+    if L >= _BATCH_L or N == 1:
+        cols = _scratch("cols", (C,) + tuple(k) + tuple(O), x.dtype, xp)
+        o4 = out.reshape(N, G, Cog, L)
+        for n in range(N):
+            xp.copyto(cols, win[n])
+            if G == 1:
+                xp.matmul(W2[0], cols.reshape(Cg * Kk, L), out=o4[n, 0])
+            else:
+                xp.matmul(W2, cols.reshape(G, Cg * Kk, L), out=o4[n])
+        return out
+    # small maps: one GEMM per chunk of images, on cols laid out (C, *k, n, *O)
+    for n0, n1 in _batches(N, C * Kk * L):
+        nb = n1 - n0
+        cols = _scratch("cols", (C,) + tuple(k) + (nb,) + tuple(O), x.dtype, xp)
+        xp.copyto(cols, win[n0:n1].transpose(_batch_last(nd)))
+        r = _scratch("gemm", (G, Cog, nb * L), x.dtype, xp)
+        xp.matmul(W2, cols.reshape(G, Cg * Kk, nb * L), out=r)
+        xp.copyto(out[n0:n1].reshape(nb, Co, L), r.reshape(Co, nb, L).transpose(1, 0, 2))
+    return out
+
+
+def _conv_t_arr(y, w, S, geo):
+    """Adjoint of ``_conv_arr`` in x: y (N, Co, *O), w (Co, C/groups, *k) -> (N, C, *S)."""
+    plo, s, d, G = geo
+    xp = B.namespace(y)
+    N, Co = y.shape[:2]
+    O = y.shape[2:]
+    Cg = w.shape[1]
+    k = w.shape[2:]
+    nd = len(k)
+    C, Cog, Kk, L = Cg * G, Co // G, _prod(k), _prod(O)
+    E = _extent(O, k, s, d)
+    Eb = tuple(max(e, a + n) for e, a, n in zip(E, plo, S))
+    if _is_depthwise(C, w, G):
+        return _dw_t_arr(y, w, S, geo)
+    if Kk > 1 and all(ss == 1 for ss in s) and all(
+            a <= dd * (kk - 1) for a, dd, kk in zip(plo, d, k)):
+        # stride 1: the adjoint is a conv with the flipped kernel (im2col or Winograd)
+        wf = w.reshape((G, Cog, Cg) + tuple(k)).swapaxes(1, 2)
+        wf = wf[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape((C, Cog) + tuple(k))
+        pf = tuple(dd * (kk - 1) - a for a, dd, kk in zip(plo, d, k))
+        return _conv_arr(y, wf, tuple(S), (pf, s, d, G))
+    W2T = w.reshape(G, Cog, Cg * Kk).transpose(0, 2, 1)  # (G, Cg*Kk, Cog)
+    if Kk == 1:
+        r = xp.matmul(W2T, y.reshape(N, G, Cog, L)).reshape((N, C) + tuple(O))
+        if all(ss == 1 for ss in s) and Eb == tuple(O):
+            return _crop(r, plo, S)
+        buf = xp.zeros((N, C) + Eb, y.dtype)
+        buf[(Ellipsis,) + _tap_slices((0,) * nd, s, d, O)] = r
+        return _crop(buf, plo, S)
+    buf = xp.zeros((N, C) + Eb, y.dtype)
+    if L >= _BATCH_L or N == 1:
+        cols = _scratch("cols", (G, Cg * Kk, L), y.dtype, xp)
+        y4 = y.reshape(N, G, Cog, L)
+        for n in range(N):
+            if G == 1:
+                xp.matmul(W2T[0], y4[n, 0], out=cols[0])
+            else:
+                xp.matmul(W2T, y4[n], out=cols)
+            _col2im_add(buf[n], cols.reshape((C,) + tuple(k) + tuple(O)), k, s, d, O)
+        return _crop(buf, plo, S)
+    for n0, n1 in _batches(N, C * Kk * L):
+        nb = n1 - n0
+        yt = _scratch("gT", (G, Cog, nb, L), y.dtype, xp)
+        xp.copyto(yt, y[n0:n1].reshape(nb, G, Cog, L).transpose(1, 2, 0, 3))
+        cols = _scratch("gemm", (G, Cg * Kk, nb * L), y.dtype, xp)
+        xp.matmul(W2T, yt.reshape(G, Cog, nb * L), out=cols)  # = (C, *k, nb, *O)
+        cv = cols.reshape((C,) + tuple(k) + (nb,) + tuple(O))
+        cv = cv.transpose((1 + nd, 0) + tuple(range(1, 1 + nd))
+                          + tuple(range(2 + nd, 2 + 2 * nd)))
+        _col2im_add(buf[n0:n1], cv, k, s, d, O)
+    return _crop(buf, plo, S)
+
+
+def _conv_w_arr(x, g, k, geo):
+    """Adjoint of ``_conv_arr`` in w: x (N, C, *S), g (N, Co, *O) -> (Co, C/groups, *k)."""
+    plo, s, d, G = geo
+    xp = B.namespace(x)
+    N, C = x.shape[:2]
+    Co = g.shape[1]
+    O = g.shape[2:]
+    nd = len(k)
+    Cg, Cog, Kk, L = C // G, Co // G, _prod(k), _prod(O)
+    if G > 1 and G == C:
+        return _dw_w_arr(x, g, k, geo)
+    xpad = _pad_to(x, plo, _extent(O, k, s, d))
+    if Kk == 1:
+        v = _strided_1x1(xpad, s, O).reshape(N, G, Cg, L)
+        gw = xp.matmul(g.reshape(N, G, Cog, L), v.transpose(0, 1, 3, 2)).sum(0)
+        return gw.reshape((Co, Cg) + tuple(k))
+    win = _windows(xpad, k, s, d, O)
+    if L >= _BATCH_L or N == 1:
+        cols = _scratch("cols", (C,) + tuple(k) + tuple(O), x.dtype, xp)
+        g4 = g.reshape(N, G, Cog, L)
+        acc = None
+        for n in range(N):
+            xp.copyto(cols, win[n])
+            r = xp.matmul(g4[n], cols.reshape(G, Cg * Kk, L).transpose(0, 2, 1))
+            if acc is None:
+                acc = r
+            else:
+                acc += r
+        return acc.reshape((Co, Cg) + tuple(k))
+    gw = None
+    for n0, n1 in _batches(N, C * Kk * L):
+        nb = n1 - n0
+        cols = _scratch("cols", (C,) + tuple(k) + (nb,) + tuple(O), x.dtype, xp)
+        xp.copyto(cols, win[n0:n1].transpose(_batch_last(nd)))
+        gt = _scratch("gT", (G, Cog, nb, L), g.dtype, xp)
+        xp.copyto(gt, g[n0:n1].reshape(nb, G, Cog, L).transpose(1, 2, 0, 3))
+        r = xp.matmul(gt.reshape(G, Cog, nb * L),
+                      cols.reshape(G, Cg * Kk, nb * L).transpose(0, 2, 1))
+        if gw is None:
+            gw = r
+        else:
+            gw += r
+    return gw.reshape((Co, Cg) + tuple(k))
+
+
+# --------------------------------------------------------------------------- Winograd
+#
+# 3x3 stride-1 convs with many channels run as Winograd F(2x2, 3x3) (Lavin & Gray, 2015):
+# each 4x4 input tile d and each filter g are transformed (V = B^T d B, U = G g G^T), the 16
+# tile positions become 16 GEMMs (Co, C) @ (C, tiles) with 2.25x fewer multiplies than
+# im2col, and each 2x2 output tile is A^T M A. All three transforms are small GEMMs with
+# Kronecker products of the 1-D matrices (entries 0, +-1, +-1/2), so float32 results stay
+# within a few ulps of the direct sum.
+
+_WINO_MIN_C = 128  # thinner GEMMs gain less than the transforms cost
+_WINO_BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]])
+_WINO_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+_WINO_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]])
+
+
+def _use_winograd(x, w, O, s, d, G):
+    if not (G == 1 and w.shape[2:] == (3, 3) and s == (1, 1) and d == (1, 1)
+            and min(w.shape[:2]) >= _WINO_MIN_C and x.dtype.kind == "f"
+            and x.dtype.itemsize >= 4):
+        return False
+    tiles = -(-O[0] // 2) * -(-O[1] // 2)
+    # odd maps compute a padded row and column of tiles: worth it only on larger maps
+    return x.shape[0] * tiles >= 128 and 4 * tiles <= 1.15 * O[0] * O[1]
+
+
+def _winograd_arr(x, w, O, plo):
+    xp = B.namespace(x)
+    dt = x.dtype
+    N, C = x.shape[:2]
+    Co = w.shape[0]
+    T = -(-O[0] // 2) * -(-O[1] // 2)
+    mats = [xp.asarray(np.kron(a, a).astype(dt)) for a in (_WINO_BT, _WINO_G, _WINO_AT)]
+    U = xp.matmul(mats[1], w.reshape(Co * C, 9).T).reshape(16, Co, C)  # G g G^T per filter
+    out = xp.empty((N, Co) + tuple(O), dt)
+    for n0, n1 in _batches(N, 16 * max(C, Co) * T):
+        _winograd_into(x[n0:n1], U, mats[0], mats[2], O, plo, out[n0:n1])
+    return out
+
+
+def _winograd_into(x, U, BB, AA, O, plo, out):
+    xp = B.namespace(x)
+    dt = x.dtype
+    N, C = x.shape[:2]
+    Co = U.shape[1]
+    OH, OW = O
+    TH, TW = -(-OH // 2), -(-OW // 2)
+    L = N * TH * TW
+    xpad = _pad_to(x, plo, (2 * TH + 2, 2 * TW + 2))
+    sN, sC, sH, sW = xpad.strides
+    tiles = _as_strided(xp, xpad, (4, 4, C, N, TH, TW), (sH, sW, sC, sN, 2 * sH, 2 * sW))
+    D = _scratch("wD", (4, 4, C, N, TH, TW), dt, xp)
+    xp.copyto(D, tiles)
+    V = _scratch("wV", (16, C, L), dt, xp)
+    xp.matmul(BB, D.reshape(16, C * L), out=V.reshape(16, C * L))  # B^T d B
+    M = _scratch("wM", (16, Co, L), dt, xp)
+    xp.matmul(U, V, out=M)
+    Y = _scratch("wY", (4, Co * L), dt, xp)
+    xp.matmul(AA, M.reshape(16, Co * L), out=Y)  # A^T M A
+    Y = Y.reshape(2, 2, Co, N, TH, TW)
+    for i in range(2):
+        nh = (OH - i + 1) // 2  # output rows i, i+2, ... (odd maps drop the last tile row)
+        for j in range(2):
+            nw = (OW - j + 1) // 2
+            xp.copyto(out[:, :, i::2, j::2], Y[i, j, :, :, :nh, :nw].transpose(1, 0, 2, 3))
+
+
+# --------------------------------------------------------------------------- depthwise
+#
+# A depthwise conv has no channel reduction, so it is a sum over kernel taps of shifted
+# inputs times per-channel weights. To make each shifted input one contiguous slice, the
+# zero-padded input is stored flat and split into stride phases (element ``p`` of padded
+# dim ``i`` goes to phase ``p % s_i``, position ``p // s_i``): every tap then reads its phase
+# at a fixed flat offset, and the outputs form a grid with the phase's row pitch (a few junk
+# columns per row, dropped at the end). Work runs in blocks that stay in cache.
+
+_DW_BLOCK = 49152  # elements per multiply-add in the depthwise loops
+
+
+class _Phases:
+    """Flat polyphase layout of the padded input of one conv (see above)."""
+
+    def __init__(self, S, plo, k, s, d, O):
+        nd = len(k)
+        E = _extent(O, k, s, d)
+        E = tuple(max(e, a + n) for e, a, n in zip(E, plo, S))  # cover every input position
+        self.S, self.plo, self.s, self.O = S, plo, s, O
+        self.Ph = Ph = tuple(-(-e // ss) for e, ss in zip(E, s))
+        self.P = P = tuple(_prod(Ph[i + 1:]) for i in range(nd))
+        self.size = _prod(Ph)
+        self.G = O[0] * P[0]  # output grid: full rows of the phase pitch
+        self.offs = []
+        for tap in _taps(k):
+            r = [t * dd % ss for t, dd, ss in zip(tap, d, s)]
+            q = [t * dd // ss for t, dd, ss in zip(tap, d, s)]
+            base = sum(ri * _prod(s[i + 1:]) for i, ri in enumerate(r)) * self.size
+            self.offs.append(base + sum(qi * pi for qi, pi in zip(q, P)))
+        self.F = max(_prod(s) * self.size, max(self.offs) + self.G)
+
+    def _phase_slices(self):
+        """(flat start, per-dim (phase slice, input slice)) for each stride phase."""
+        out = []
+        for j, r in enumerate(itertools.product(*(range(ss) for ss in self.s))):
+            dst, src = [], []
+            for ri, ss, a, n, ph in zip(r, self.s, self.plo, self.S, self.Ph):
+                lo = max(0, -(-(a - ri) // ss))
+                hi = min(ph, -(-(a + n - ri) // ss))
+                hi = max(hi, lo)
+                st = ri + ss * lo - a
+                dst.append(slice(lo, hi))
+                src.append(slice(st, st + ss * (hi - lo), ss) if hi > lo else slice(0, 0))
+            out.append((j * self.size, tuple(dst), tuple(src)))
+        return out
+
+    def fill(self, x, key="pad"):
+        """x (N, C, *S) -> zero-padded flat phases (N, C, F) (a scratch buffer)."""
+        xp = B.namespace(x)
+        lead = x.shape[:2]
+        buf = _scratch(key, lead + (self.F,), x.dtype, xp)
+        buf.fill(0)
+        for start, dst, src in self._phase_slices():
+            view = buf[..., start:start + self.size].reshape(lead + self.Ph)
+            view[(Ellipsis,) + dst] = x[(Ellipsis,) + src]
+        return buf
+
+    def unfill(self, buf, out):
+        """The adjoint gather: out (N, C, *S) = the input positions of ``buf``."""
+        lead = buf.shape[:2]
+        for start, dst, src in self._phase_slices():
+            view = buf[..., start:start + self.size].reshape(lead + self.Ph)
+            out[(Ellipsis,) + src] = view[(Ellipsis,) + dst]
+        return out
+
+    def grid_view(self, a):
+        """(..., G) grid -> (..., *O) view of its valid outputs."""
+        nd = len(self.O)
+        v = a.reshape(a.shape[:-1] + (self.O[0],) + self.Ph[1:])
+        return v[(Ellipsis,) + tuple(slice(0, o) for o in self.O[1:])] if nd > 1 else v
+
+    def to_grid(self, g, key="dwg"):
+        """g (..., *O) -> (..., G) grid with zeros at the junk positions (a scratch buffer)."""
+        xp = B.namespace(g)
+        nd = len(self.O)
+        buf = _scratch(key, g.shape[:-nd] + (self.G,), g.dtype, xp)
+        if nd > 1:
+            buf.fill(0)
+        self.grid_view(buf)[...] = g
+        return buf
+
+
+def _dw_blocks(N, C, inner):
+    """(n0, n1, c0, c1) blocks of about ``_DW_BLOCK`` elements of ``inner`` each."""
+    cb = max(1, _DW_BLOCK // max(inner, 1))
+    if cb < C:
+        return [(n, n + 1, c, min(C, c + cb)) for n in range(N) for c in range(0, C, cb)]
+    nb = max(1, cb // C)
+    return [(n, min(N, n + nb), 0, C) for n in range(0, N, nb)]
+
+
+def _dw_arr(x, w, O, geo):
+    """Depthwise conv: out[n, c*m + j] = sum over taps of x[n, c] shifted * w[c*m + j, tap]."""
+    plo, s, d, _ = geo
+    xp = B.namespace(x)
+    N, C = x.shape[:2]
+    k = w.shape[2:]
+    m = w.shape[0] // C
+    ph = _Phases(x.shape[2:], plo, k, s, d, O)
+    buf = ph.fill(x)
+    wr = w.reshape(C, m, _prod(k), 1)
+    out = xp.empty((N, C, m) + tuple(O), x.dtype)
+    G = ph.G
+    for n0, n1, c0, c1 in _dw_blocks(N, C, m * G):
+        acc = _scratch("dwacc", (n1 - n0, c1 - c0, m, G), x.dtype, xp)
+        tmp = _scratch("dwtmp", (n1 - n0, c1 - c0, m, G), x.dtype, xp)
+        for t, off in enumerate(ph.offs):
+            xs = buf[n0:n1, c0:c1, None, off:off + G]
+            if t == 0:
+                xp.multiply(xs, wr[c0:c1, :, t], out=acc)
+            else:
+                xp.multiply(xs, wr[c0:c1, :, t], out=tmp)
+                acc += tmp
+        out[n0:n1, c0:c1] = ph.grid_view(acc)
+    return out.reshape((N, C * m) + tuple(O))
+
+
+def _dw_t_arr(y, w, S, geo):
+    """Adjoint of the depthwise conv in x: y (N, C*m, *O) -> (N, C, *S)."""
+    plo, s, d, C = geo
+    xp = B.namespace(y)
+    N = y.shape[0]
+    O = y.shape[2:]
+    k = w.shape[2:]
+    m = y.shape[1] // C
+    ph = _Phases(tuple(S), plo, k, s, d, O)
+    G = ph.G
+    gg = ph.to_grid(y.reshape((N, C, m) + tuple(O)))
+    buf = _scratch("pad", (N, C, ph.F), y.dtype, xp)
+    buf.fill(0)
+    wr = w.reshape(C, m, _prod(k), 1)
+    for n0, n1, c0, c1 in _dw_blocks(N, C, m * G):
+        tmp = _scratch("dwtmp", (n1 - n0, c1 - c0, m, G), y.dtype, xp)
+        for t, off in enumerate(ph.offs):
+            xp.multiply(gg[n0:n1, c0:c1], wr[c0:c1, :, t], out=tmp)
+            dst = buf[n0:n1, c0:c1, off:off + G]
+            dst += tmp[:, :, 0] if m == 1 else tmp.sum(2)
+    return ph.unfill(buf, xp.empty((N, C) + tuple(S), y.dtype))
+
+
+def _dw_w_arr(x, g, k, geo):
+    """Adjoint of the depthwise conv in w: (C*m, 1, *k)."""
+    plo, s, d, _ = geo
+    xp = B.namespace(x)
+    N, C = x.shape[:2]
+    O = g.shape[2:]
+    m = g.shape[1] // C
+    ph = _Phases(x.shape[2:], plo, k, s, d, O)
+    G = ph.G
+    buf = ph.fill(x)
+    gg = ph.to_grid(g.reshape((N, C, m) + tuple(O)))
+    gw = xp.empty((C, m, _prod(k)), g.dtype)
+    for t, off in enumerate(ph.offs):
+        gw[:, :, t] = xp.einsum("ncmp,ncp->cm", gg, buf[:, :, off:off + G])
+    return gw.reshape((C * m, 1) + tuple(k))
+
+
+# =========================================================================== recorded ops
+
+def _compute_dtype(dt):
+    """float16 convs accumulate in float32 (as PyTorch's CPU kernels do)."""
+    return np.float32 if dt == np.float16 else None
+
+
+def _run(fn, a, b, *args):
+    up = _compute_dtype(a.dtype)
+    if up is None:
+        return fn(a, b, *args)
+    return fn(a.astype(up), b.astype(up), *args).astype(a.dtype)
+
+
+def _bias_grad(g, nd):
+    dims = (0,) + tuple(range(2, 2 + nd))
+    if STATE.enabled:
+        return g.sum(dims)
+    d = g.data
+    if d.dtype == np.float16:  # accumulate in float32, as for the conv itself
+        return wrap(d.sum(axis=dims, dtype=np.float32).astype(d.dtype))
+    return wrap(d.sum(axis=dims))
+
+
+def _add_bias(out, b, nd):
+    if b is not None:
+        out += b.data.reshape((-1,) + (1,) * nd)
+    return out
+
+
+class ConvolutionBackward(Node):
+    __slots__ = ("geo",)
+
+    def backward(self, g):
+        x, w = self.unpack()
+        nx = self.next
+        gx = _conv_t(g, w, None, x.data.shape[2:], self.geo) if nx[0] is not None else None
+        gw = _conv_w(x, g, w.data.shape[2:], self.geo) if nx[1] is not None else None
+        gb = _bias_grad(g, w.data.ndim - 2) if len(nx) > 2 and nx[2] is not None else None
+        return gx, gw, gb
+
+
+class ConvolutionTransposeBackward(Node):
+    __slots__ = ("geo",)
+
+    def backward(self, g):
+        y, w = self.unpack()
+        nx = self.next
+        gy = _conv(g, w, None, y.data.shape[2:], self.geo) if nx[0] is not None else None
+        gw = _conv_w(g, y, w.data.shape[2:], self.geo) if nx[1] is not None else None
+        gb = _bias_grad(g, w.data.ndim - 2) if len(nx) > 2 and nx[2] is not None else None
+        return gy, gw, gb
+
+
+class ConvolutionWeightBackward(Node):
+    __slots__ = ("geo",)
+
+    def backward(self, gw):
+        x, g = self.unpack()
+        nx = self.next
+        gx = _conv_t(g, gw, None, x.data.shape[2:], self.geo) if nx[0] is not None else None
+        gg = _conv(x, gw, None, g.data.shape[2:], self.geo) if nx[1] is not None else None
+        return gx, gg
+
+
+def _record(cls, out, geo, a, b, bias=None):
+    if STATE.enabled and (a.requires_grad or b.requires_grad
+                          or (bias is not None and bias.requires_grad)):
+        n = new_node(cls)
+        n.geo = geo
+        n.save(a, b)
+        if bias is None:
+            record(n, out, a, b)
+        else:
+            record(n, out, a, b, bias)
+    return out
+
+
+def _conv(x, w, b, O, geo):
+    """Recorded op: conv of x (N, C, *S) with w, plus bias b, to output size ``O``."""
+    out = _add_bias(_run(_conv_arr, x.data, w.data, tuple(O), geo), b, len(O))
+    return _record(ConvolutionBackward, wrap(out), geo, x, w, b)
+
+
+def _conv_t(y, w, b, S, geo):
+    """Recorded op: adjoint conv of y (N, Co, *O) with w, to input size ``S``, plus bias."""
+    out = _add_bias(_run(_conv_t_arr, y.data, w.data, tuple(S), geo), b, len(S))
+    return _record(ConvolutionTransposeBackward, wrap(out), geo, y, w, b)
+
+
+def _conv_w(x, g, k, geo):
+    """Recorded op: the weight gradient (Co, C/groups, *k) of a conv of x given grad g."""
+    out = wrap(_run(_conv_w_arr, x.data, g.data, tuple(k), geo))
+    return _record(ConvolutionWeightBackward, out, geo, x, g)
+
+
+# =========================================================================== public: conv
+
+def _convnd(nd, op, input, weight, bias, stride, padding, dilation, groups):
+    unbatched = _check_inputs(op, nd, input, weight, bias, groups)
+    s = _ntuple(stride, nd, "stride", op)
+    d = _ntuple(dilation, nd, "dilation", op)
+    k = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            lo = hi = (0,) * nd
+        elif padding == "same":
+            if any(ss != 1 for ss in s):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            tot = [dd * (kk - 1) for dd, kk in zip(d, k)]
+            lo = tuple(t // 2 for t in tot)
+            hi = tuple(t - a for t, a in zip(tot, lo))  # the odd one goes to the high side
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        lo = hi = _ntuple(padding, nd, "padding", op)
+    _check_positive(s, d, lo)
+    x = input.unsqueeze(0) if unbatched else input
+    S = tuple(x.shape[2:])
+    padded = tuple(a + b + n for a, b, n in zip(lo, hi, S))
+    ext = tuple(dd * (kk - 1) + 1 for dd, kk in zip(d, k))
+    if any(p < e for p, e in zip(padded, ext)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+            f"Kernel size: ({' x '.join(map(str, ext))}). Kernel size can't be greater than "
+            "actual input size")
+    O = _out_size(S, lo, hi, k, s, d)
+    out = _conv(x, weight, bias, O, (lo, s, d, groups))
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution (cross-correlation) over ``input`` (N, C_in, L) or (C_in, L).
+
+    ``weight``: (C_out, C_in/groups, k); ``bias``: (C_out,). ``padding``: int, tuple,
+    ``'valid'`` or ``'same'`` (stride 1 only; an odd total goes to the right). Returns
+    (N, C_out, L_out) with ``L_out = (L + 2p - dilation*(k-1) - 1) // stride + 1``.
+
+    >>> conv1d(ember.randn(2, 4, 10), ember.randn(6, 4, 3), padding=1).shape
+    (2, 6, 10)
+    """
+    return _convnd(1, "conv1d", input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution over ``input`` (N, C_in, H, W) or (C_in, H, W).
+
+    ``weight``: (C_out, C_in/groups, kH, kW); ``bias``: (C_out,). ``stride``, ``padding``,
+    ``dilation``: an int or a pair; ``padding`` may also be ``'valid'`` or ``'same'``.
+    ``groups == C_in`` is a depthwise conv (C_out a multiple of C_in). Returns
+    (N, C_out, H_out, W_out).
+
+    >>> conv2d(ember.randn(1, 3, 8, 8), ember.randn(4, 3, 3, 3), stride=2, padding=1).shape
+    (1, 4, 4, 4)
+    """
+    return _convnd(2, "conv2d", input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution over ``input`` (N, C_in, D, H, W) or (C_in, D, H, W).
+
+    ``weight``: (C_out, C_in/groups, kD, kH, kW). Returns (N, C_out, D_out, H_out, W_out).
+
+    >>> conv3d(ember.randn(1, 2, 4, 4, 4), ember.randn(3, 2, 3, 3, 3), padding='same').shape
+    (1, 3, 4, 4, 4)
+    """
+    return _convnd(3, "conv3d", input, weight, bias, stride, padding, dilation, groups)
+
+
+# =========================================================================== public: transposed
+
+_AXIS_NAMES = {1: ("width",), 2: ("height", "width"), 3: ("depth", "height", "width")}
+
+
+def _conv_transposend(nd, op, input, weight, bias, stride, padding, output_padding, groups,
+                      dilation):
+    unbatched = _check_inputs(op, nd, input, weight, bias, groups, transposed=True)
+    if isinstance(padding, str):
+        raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
+    s = _ntuple(stride, nd, "stride", op)
+    d = _ntuple(dilation, nd, "dilation", op)
+    p = _ntuple(padding, nd, "padding", op)
+    op_ = _ntuple(output_padding, nd, "output_padding", op)
+    _check_positive(s, d, p)
+    if any(o < 0 for o in op_):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(o >= ss and o >= dd for o, ss, dd in zip(op_, s, d)):
+        names = _AXIS_NAMES[nd]
+        parts = ([f"output_padding_{n}: {v}" for n, v in zip(names, op_)]
+                 + [f"stride_{n}: {v}" for n, v in zip(names, s)]
+                 + [f"dilation_{n}: {v}" for n, v in zip(names, d)])
+        raise RuntimeError("output padding must be smaller than either stride or dilation, "
+                           "but got " + " ".join(parts))
+    x = input.unsqueeze(0) if unbatched else input
+    k = tuple(weight.shape[2:])
+    I = tuple(x.shape[2:])
+    S = tuple((i - 1) * ss - 2 * pp + dd * (kk - 1) + o + 1
+              for i, ss, pp, dd, kk, o in zip(I, s, p, d, k, op_))
+    if any(n < 0 for n in S):
+        raise RuntimeError(
+            f"{op}: the output size {list(S)} computed from input size {list(I)}, stride, "
+            "padding, dilation, kernel size and output_padding is negative: reduce the padding")
+    out = _conv_t(x, weight, bias, S, (p, s, d, groups))
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """1-D transposed convolution (the gradient of conv1d with respect to its input).
+
+    ``input``: (N, C_in, L) or (C_in, L); ``weight``: (C_in, C_out/groups, k). Returns
+    (N, C_out, L_out), ``L_out = (L-1)*stride - 2*padding + dilation*(k-1) + output_padding + 1``.
+
+    >>> conv_transpose1d(ember.randn(2, 4, 5), ember.randn(4, 3, 3), stride=2).shape
+    (2, 3, 11)
+    """
+    return _conv_transposend(1, "conv_transpose1d", input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """2-D transposed convolution ("deconvolution").
+
+    ``input``: (N, C_in, H, W) or (C_in, H, W); ``weight``: (C_in, C_out/groups, kH, kW).
+    Returns (N, C_out, H_out, W_out), each ``(in-1)*stride - 2*padding + dilation*(k-1) +
+    output_padding + 1``.
+
+    >>> conv_transpose2d(ember.randn(1, 4, 5, 5), ember.randn(4, 2, 2, 2), stride=2).shape
+    (1, 2, 10, 10)
+    """
+    return _conv_transposend(2, "conv_transpose2d", input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """3-D transposed convolution; ``weight``: (C_in, C_out/groups, kD, kH, kW).
+
+    >>> conv_transpose3d(ember.randn(1, 2, 3, 3, 3), ember.randn(2, 2, 3, 3, 3)).shape
+    (1, 2, 5, 5, 5)
+    """
+    return _conv_transposend(3, "conv_transpose3d", input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)
+
+
+# =========================================================================== unfold / fold
+
+def _unfold_arr(x, k, geo, O):
+    xp = B.namespace(x)
+    plo, s, d, _ = geo
+    win = _windows(_pad_to(x, plo, _extent(O, k, s, d)), k, s, d, O)
+    N, C = x.shape[:2]
+    out = xp.empty((N, C) + tuple(k) + tuple(O), x.dtype)
+    xp.copyto(out, win)
+    return out.reshape(N, C * _prod(k), _prod(O))
+
+
+def _fold_arr(cols, S, k, geo, O):
+    xp = B.namespace(cols)
+    plo, s, d, _ = geo
+    N = cols.shape[0]
+    C = cols.shape[1] // _prod(k)
+    E = _extent(O, k, s, d)
+    Eb = tuple(max(e, a + n) for e, a, n in zip(E, plo, S))
+    buf = xp.zeros((N, C) + Eb, cols.dtype)
+    _col2im_add(buf, cols.reshape((N, C) + tuple(k) + tuple(O)), k, s, d, O)
+    return _crop(buf, plo, S)
+
+
+class Im2ColBackward(Node):
+    __slots__ = ("S", "k", "geo", "O")
+
+    def backward(self, g):
+        return (_fold(g, self.S, self.k, self.geo, self.O),)
+
+
+class Col2ImBackward(Node):
+    __slots__ = ("S", "k", "geo", "O")
+
+    def backward(self, g):
+        return (_unfold(g, self.k, self.geo, self.O),)
+
+
+def _linear_record(cls, out, x, S, k, geo, O):
+    if STATE.enabled and x.requires_grad:
+        n = new_node(cls)
+        n.S, n.k, n.geo, n.O = S, k, geo, O
+        record(n, out, x)
+    return out
+
+
+def _unfold(x, k, geo, O):
+    return _linear_record(Im2ColBackward, wrap(_unfold_arr(x.data, k, geo, O)), x,
+                          tuple(x.data.shape[2:]), k, geo, O)
+
+
+def _fold(cols, S, k, geo, O):
+    return _linear_record(Col2ImBackward, wrap(_fold_arr(cols.data, S, k, geo, O)), cols,
+                          S, k, geo, O)
+
+
+def _fold_args(op, kernel_size, dilation, padding, stride):
+    k = _ntuple_exact(kernel_size, "kernel_size")
+    d = _ntuple_exact(dilation, "dilation")
+    p = _ntuple_exact(padding, "padding")
+    s = _ntuple_exact(stride, "stride")
+    if any(v <= 0 for v in k):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: "
+                           f"{k[0]} kernel_width: {k[1]}")
+    if any(v <= 0 for v in s):
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {s[0]} "
+                           f"stride_width: {s[1]}")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: "
+                           f"{d[0]} dilation_width: {d[1]}")
+    if any(v < 0 for v in p):
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {p[0]} "
+                           f"pad_width: {p[1]}")
+    return k, d, p, s
+
+
+def _ntuple_exact(v, what):
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return (int(v),) * 2
+    if isinstance(v, (tuple, list)) and len(v) == 2:
+        return tuple(int(e) for e in v)
+    n = len(v) if isinstance(v, (tuple, list)) else v
+    raise RuntimeError(f"It is expected {what} equals to 2, but got size {n}")
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Extract sliding local blocks (im2col): (N, C, H, W) -> (N, C*kH*kW, L), where ``L`` is
+    the number of block positions; an unbatched (C, H, W) input gives (C*kH*kW, L). Each
+    column holds one block, channel-major then kernel row, kernel column.
+
+    >>> unfold(ember.randn(1, 2, 4, 4), kernel_size=2).shape
+    (1, 8, 9)
+    """
+    k, d, p, s = _fold_args("unfold", kernel_size, dilation, padding, stride)
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
+                           f"{input.dim()}D)")
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    S = tuple(x.shape[2:])
+    O = _out_size(S, p, p, k, s, d)
+    if any(o < 1 for o in O):
+        raise RuntimeError(
+            f"Given input with spatial size {tuple(S)}, kernel_size={k}, dilation={d}, "
+            f"padding={p}, calculated shape of the array of sliding blocks as {tuple(O)}, but "
+            "its components must be at least one.")
+    out = _unfold(x, k, (p, s, d, 1), O)
+    return out.squeeze(0) if unbatched else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Combine sliding local blocks into a tensor (col2im, summing overlaps): the adjoint of
+    ``unfold``. (N, C*kH*kW, L) or (C*kH*kW, L) -> (N, C, *output_size).
+
+    >>> x = ember.ones(1, 1, 3, 3)
+    >>> fold(unfold(x, 2), (3, 3), 2)[0, 0, 1, 1].item()  # the centre is in 4 blocks
+    4.0
+    """
+    S = _ntuple_exact(output_size, "output_size")
+    k, d, p, s = _fold_args("fold", kernel_size, dilation, padding, stride)
+    if input.dim() not in (2, 3) or any(n == 0 for n in input.shape[1:]):
+        raise RuntimeError(
+            "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
+            f"non-zero dimensions for input, but got: {list(input.shape)}")
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    Kk = _prod(k)
+    if x.shape[1] % Kk:
+        raise RuntimeError(
+            "Expected size of input's dimension 1 to be divisible by the product of "
+            f"kernel_size, but got input.size(1)={x.shape[1]} and kernel_size={k}.")
+    O = _out_size(S, p, p, k, s, d)
+    if any(o < 1 for o in O):
+        raise RuntimeError(
+            f"Given output_size={S}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
+            f"calculated shape of the array of sliding blocks as {O}, but its components must "
+            "be at least one.")
+    if x.shape[2] != _prod(O):
+        raise RuntimeError(
+            f"Given output_size={S}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
+            f"expected size of input's dimension 2 to match the calculated number of sliding "
+            f"blocks {O[0]} * {O[1]} = {_prod(O)}, but got input.size(2)={x.shape[2]}.")
+    out = _fold(x, S, k, (p, s, d, 1), O)
+    return out.squeeze(0) if unbatched else out
