@@ -129,6 +129,38 @@ def _inference(build, shape):
     return run_e, run_t
 
 
+def _conv(shape, cout, k, stride, pad, groups):
+    import numpy as np
+    import torch
+
+    import ember
+    import ember.nn.functional as F
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape, dtype=np.float32)
+    w = rng.standard_normal((cout, shape[1] // groups, k, k), dtype=np.float32)
+    ex, ew, tx, tw = ember.from_numpy(x), ember.from_numpy(w), torch.from_numpy(x), \
+        torch.from_numpy(w)
+
+    def run_e():
+        F.conv2d(ex, ew, stride=stride, padding=pad, groups=groups)
+
+    def run_t():
+        with torch.no_grad():
+            torch.conv2d(tx, tw, stride=stride, padding=pad, groups=groups)
+    return run_e, run_t
+
+
+@suite.figure("  conv2d 3x3 64->64 on 8x64x56x56 (layer)", unit="ms")
+def conv_layer():
+    return _conv((8, 64, 56, 56), 64, 3, 1, 1, 1)
+
+
+@suite.figure("  depthwise 3x3 on 8x144x56x56 (layer)", unit="ms")
+def depthwise_layer():
+    return _conv((8, 144, 56, 56), 144, 3, 1, 1, 144)
+
+
 @suite.figure("ResNet-18 inference, batch 8, 224^2", unit="ms", goal=0.8, number=1)
 def resnet_inference():
     return _inference(resnet18, (8, 3, 224, 224))
