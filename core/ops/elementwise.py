@@ -4,7 +4,6 @@ ember ops, so they are differentiable again (higher-order gradients)."""
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
 
@@ -1012,36 +1011,27 @@ def _fast_inplace(self, ufunc_name, other):
     return self
 
 
-_AXPY_CHUNK = 16384  # elements per chunk: the scratch stays in L1/L2 between the two passes
 _AXPY_MIN = 1 << 16
-_axpy_local = threading.local()  # one scratch buffer per thread and dtype
+
+
+def _axpy_kernel(xp, arrays, scratch, hyper):
+    d, o = arrays
+    xp.multiply(o, hyper[0], out=scratch[0])
+    xp.add(d, scratch[0], out=d)
 
 
 def _axpy_(self, o, alpha):
-    """``self += alpha * o`` in cache-sized chunks through a reused scratch buffer, for large
-    contiguous same-shape same-dtype float arrays on the CPU (1.4x faster than the temporary
-    ``o * alpha`` of the whole array). Returns False when the case does not apply."""
+    """``self += alpha * o`` for large float arrays through the chunked in-place engine
+    (core/_fused.py: cache-sized chunks, reused scratch, threads for big arrays) instead of
+    a full-size temporary ``o * alpha``. Returns False when the case does not apply."""
     d = self.data
-    if type(d) is not _ndarray or type(o) is not _ndarray or d.size < _AXPY_MIN or \
-            o.shape != d.shape or o.dtype is not d.dtype or not d.flags.c_contiguous or \
-            not o.flags.c_contiguous or not d.flags.writeable or d.dtype.kind != "f":
+    if type(d) is not type(o) or d.size < _AXPY_MIN or o.shape != d.shape or \
+            o.dtype is not d.dtype or not d.flags.writeable or d.dtype.kind != "f" or \
+            B.namespace(d).shares_memory(d, o):
         return False
-    if np.shares_memory(d, o):
-        return False
-    bufs = getattr(_axpy_local, "bufs", None)
-    if bufs is None:
-        bufs = _axpy_local.bufs = {}
-    scratch = bufs.get(d.dtype)
-    if scratch is None:
-        scratch = bufs[d.dtype] = np.empty(_AXPY_CHUNK, d.dtype)
-    df, of = d.reshape(-1), o.reshape(-1)
-    a = d.dtype.type(alpha)
-    n = df.size
-    for i in range(0, n, _AXPY_CHUNK):
-        j = min(i + _AXPY_CHUNK, n)
-        s = scratch[:j - i]
-        np.multiply(of[i:j], a, out=s)
-        np.add(df[i:j], s, out=df[i:j])
+    from .._fused import run
+
+    run(_axpy_kernel, 1, [((d, o), (d.dtype.type(alpha),))])
     self._bump()
     return True
 

@@ -1,7 +1,7 @@
 """``ember.optim``: optimizers and learning-rate schedulers (PyTorch's algorithms and layouts).
 
 Every dense step runs in place on the parameters' arrays and allocates nothing once the state
-exists (see ``_fused.py``); ``ember.optim.lr_scheduler`` holds the schedulers.
+exists (see ``ember/_fused.py``); ``ember.optim.lr_scheduler`` holds the schedulers.
 
     >>> import ember
     >>> w = ember.randn(4, 3, requires_grad=True)
@@ -24,7 +24,7 @@ from .rmsprop import RMSprop
 from .adagrad import Adagrad
 from .sparse_adam import SparseAdam
 from . import lr_scheduler
-from ._fused import num_threads, set_num_threads
+from .._fused import num_threads, set_num_threads
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
            "SparseAdam", "lr_scheduler", "required", "num_threads", "set_num_threads"]

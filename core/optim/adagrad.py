@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .. import _backend as B
 from .._tensor import Tensor
-from ._fused import effective_grad, run
+from .._fused import effective_grad, run
 from ._util import check_flags, check_lr, check_nonneg, scalar
 from .optimizer import Optimizer, _step_tensor
 

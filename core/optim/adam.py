@@ -20,7 +20,7 @@ and ``k = -lr * sqrt(1-beta2**t) / (1-beta1**t)``: the same value, two fewer pas
 """
 from __future__ import annotations
 
-from ._fused import effective_grad, lerp_, run
+from .._fused import effective_grad, lerp_, run
 from ._util import (check_betas, check_flags, check_lr, check_nonneg, dense_only, scalar,
                     zeros_like)
 from .optimizer import Optimizer, _step_tensor

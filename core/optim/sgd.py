@@ -21,7 +21,7 @@ refused with sparse gradients, as in PyTorch.
 """
 from __future__ import annotations
 
-from ._fused import effective_grad, run
+from .._fused import effective_grad, run
 from ._util import check_flags, check_lr, check_nonneg, scalar, zeros_like
 from .optimizer import Optimizer
 

@@ -8,7 +8,7 @@ import torch
 
 import ember
 import ember.optim
-from ember.optim import _fused
+from ember import _fused
 
 DENSE = [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
          ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1, maximize=True)),

@@ -40,7 +40,7 @@ import threading
 
 import numpy as np
 
-from .. import _backend as B
+from . import _backend as B
 
 CHUNK = 32768          # elements per chunk: ~6 float32 arrays of it fit in a core's L2 cache
 # with threads, a ufunc must run long enough to hide the GIL hand-over between two threads
