@@ -21,9 +21,8 @@ and ``k = -lr * sqrt(1-beta2**t) / (1-beta1**t)``: the same value, two fewer pas
 from __future__ import annotations
 
 from .._fused import effective_grad, lerp_, run
-from ._util import (check_betas, check_flags, check_lr, check_nonneg, dense_only, scalar,
-                    zeros_like)
-from .optimizer import Optimizer, _step_tensor
+from ._util import check_betas, check_flags, check_lr, check_nonneg, dense_only, scalar
+from .optimizer import Optimizer, advance_state
 
 __all__ = ["Adam"]
 
@@ -86,16 +85,8 @@ class Adam(Optimizer):
             jobs = []
             for p, g in self._params_with_grad(group):
                 dense_only(self._name, g, ", please consider SparseAdam instead")
-                st = self.state[p]
-                if not st:
-                    st["step"] = _step_tensor()
-                    st["exp_avg"] = zeros_like(p)
-                    st["exp_avg_sq"] = zeros_like(p)
-                    if amsgrad:
-                        st["max_exp_avg_sq"] = zeros_like(p)
-                step_t = st["step"].data
-                step_t += 1
-                t = float(step_t)
+                st, t = advance_state(self.state, p, ("exp_avg", "exp_avg_sq") + (
+                    ("max_exp_avg_sq",) if amsgrad else ()))
                 bc1 = 1.0 - beta1 ** t
                 bc2_sqrt = (1.0 - beta2 ** t) ** 0.5
                 arrays = (p.data, g.data, st["exp_avg"].data, st["exp_avg_sq"].data)

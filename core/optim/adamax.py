@@ -16,9 +16,8 @@ PyTorch's algorithm, per parameter ``p`` with gradient ``g`` at step ``t``::
 from __future__ import annotations
 
 from .._fused import effective_grad, lerp_, run
-from ._util import check_betas, check_flags, check_lr, check_nonneg, dense_only, scalar, \
-    zeros_like
-from .optimizer import Optimizer, _step_tensor
+from ._util import check_betas, check_flags, check_lr, check_nonneg, dense_only, scalar
+from .optimizer import Optimizer, advance_state
 
 __all__ = ["Adamax"]
 
@@ -62,14 +61,8 @@ class Adamax(Optimizer):
             jobs = []
             for p, g in self._params_with_grad(group):
                 dense_only("Adamax", g)
-                st = self.state[p]
-                if not st:
-                    st["step"] = _step_tensor()
-                    st["exp_avg"] = zeros_like(p)
-                    st["exp_inf"] = zeros_like(p)
-                step_t = st["step"].data
-                step_t += 1
-                clr = lr / (1.0 - beta1 ** float(step_t))
+                st, t = advance_state(self.state, p, ("exp_avg", "exp_inf"))
+                clr = lr / (1.0 - beta1 ** t)
                 jobs.append(((p.data, g.data, st["exp_avg"].data, st["exp_inf"].data),
                              (group["weight_decay"], group["maximize"], 1.0 - beta1, beta2,
                               group["eps"], -clr)))

@@ -20,9 +20,8 @@ momentum_decay)::
 from __future__ import annotations
 
 from .._fused import effective_grad, lerp_, run
-from ._util import check_betas, check_flags, check_lr, check_nonneg, dense_only, scalar, \
-    zeros_like
-from .optimizer import Optimizer, _step_tensor
+from ._util import check_betas, check_flags, check_lr, check_nonneg, dense_only, scalar
+from .optimizer import Optimizer, _step_tensor, advance_state
 
 __all__ = ["NAdam"]
 
@@ -92,15 +91,8 @@ class NAdam(Optimizer):
             jobs = []
             for p, g in self._params_with_grad(group):
                 dense_only("NAdam", g)
-                st = self.state[p]
-                if not st:
-                    st["step"] = _step_tensor()
-                    st["mu_product"] = _step_tensor(1.0)
-                    st["exp_avg"] = zeros_like(p)
-                    st["exp_avg_sq"] = zeros_like(p)
-                step_t = st["step"].data
-                step_t += 1
-                t = float(step_t)
+                st, t = advance_state(self.state, p, ("exp_avg", "exp_avg_sq"),
+                                      (("mu_product", 1.0),))
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * psi))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * psi))
                 mu_prod = st["mu_product"].data

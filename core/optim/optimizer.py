@@ -371,6 +371,24 @@ def _step_tensor(value=0.0):
     return Tensor._make(np.array(value, np.float32))
 
 
+def advance_state(state, p, buffers=(), scalars=()):
+    """``p``'s state with its step counter advanced; created at the first step as torch lays
+    it out: ``step``, then the 0-d ``scalars`` ((name, initial value) pairs), then zero
+    ``buffers`` shaped like ``p``. Returns ``(state, step as a float)``."""
+    from ._util import zeros_like
+
+    st = state[p]
+    if not st:
+        st["step"] = _step_tensor()
+        for name, value in scalars:
+            st[name] = _step_tensor(value)
+        for name in buffers:
+            st[name] = zeros_like(p)
+    step = st["step"].data
+    step += 1
+    return st, float(step)
+
+
 def _cast(param, value, key=None):
     """A copy of ``value`` for ``param``'s state: tensors on its device, floating ones in its
     dtype (``step`` keeps its own)."""

@@ -20,9 +20,8 @@ PyTorch's algorithm, per parameter ``p`` with gradient ``g`` at step ``t``::
 from __future__ import annotations
 
 from .._fused import effective_grad, lerp_, run
-from ._util import check_betas, check_flags, check_lr, check_nonneg, dense_only, scalar, \
-    zeros_like
-from .optimizer import Optimizer, _step_tensor
+from ._util import check_betas, check_flags, check_lr, check_nonneg, dense_only, scalar
+from .optimizer import Optimizer, advance_state
 
 __all__ = ["RAdam"]
 
@@ -81,14 +80,7 @@ class RAdam(Optimizer):
             jobs = []
             for p, g in self._params_with_grad(group):
                 dense_only("RAdam", g)
-                st = self.state[p]
-                if not st:
-                    st["step"] = _step_tensor()
-                    st["exp_avg"] = zeros_like(p)
-                    st["exp_avg_sq"] = zeros_like(p)
-                step_t = st["step"].data
-                step_t += 1
-                t = float(step_t)
+                st, t = advance_state(self.state, p, ("exp_avg", "exp_avg_sq"))
                 bc1 = 1.0 - beta1 ** t
                 bc2 = 1.0 - beta2 ** t
                 rho_t = rho_inf - 2.0 * t * beta2 ** t / bc2

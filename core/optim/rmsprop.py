@@ -18,8 +18,8 @@ PyTorch's algorithm, per parameter ``p`` with gradient ``g``::
 from __future__ import annotations
 
 from .._fused import effective_grad, lerp_, run
-from ._util import check_flags, check_lr, check_nonneg, dense_only, scalar, zeros_like
-from .optimizer import Optimizer, _step_tensor
+from ._util import check_flags, check_lr, check_nonneg, dense_only, scalar
+from .optimizer import Optimizer, advance_state
 
 __all__ = ["RMSprop"]
 
@@ -85,16 +85,9 @@ class RMSprop(Optimizer):
             jobs = []
             for p, g in self._params_with_grad(group):
                 dense_only("RMSprop", g)
-                st = self.state[p]
-                if not st:
-                    st["step"] = _step_tensor()
-                    st["square_avg"] = zeros_like(p)
-                    if momentum > 0:
-                        st["momentum_buffer"] = zeros_like(p)
-                    if centered:
-                        st["grad_avg"] = zeros_like(p)
-                step_t = st["step"].data
-                step_t += 1
+                st, _ = advance_state(self.state, p, ("square_avg",) + (
+                    ("momentum_buffer",) if momentum > 0 else ()) + (
+                    ("grad_avg",) if centered else ()))
                 arrays = (p.data, g.data, st["square_avg"].data)
                 if momentum > 0:
                     arrays += (st["momentum_buffer"].data,)
