@@ -74,7 +74,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, materialize_grads=False):
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``)."""
-    single = not isinstance(inputs, (list, tuple))
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)
     for i, t in enumerate(outputs):

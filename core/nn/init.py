@@ -217,7 +217,6 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     rows, cols = tensor.shape
     zeros = int(math.ceil(sparsity * rows))
     rng = _gen(generator, tensor.device)
-    xp = B.namespace(tensor.data)
     v = rng.standard_normal((rows, cols), dtype=_work_dtype(tensor)) * std
     for c in range(cols):
         v[rng.permutation(rows)[:zeros], c] = 0

@@ -23,7 +23,7 @@ from .. import dtypes as D
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import Node, new_node, record, saved_output
 from ._util import norm_dim, sum_to, to_tensor, unbroadcast, wrap
-from .shape import _slice, _slice_scatter, _view_of, expand, permute, reshape
+from .shape import _slice, _slice_scatter, expand, permute, reshape
 
 _ALL = slice(None)
 _int64 = np.dtype(np.int64)
