@@ -183,6 +183,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
+        if not (STATE.enabled and input.requires_grad):  # nothing to record: clip in place
+            return input.clamp_(min_val, max_val)
         return _inplace(input, _hardtanh, min_val, max_val)
     return _hardtanh(input, min_val, max_val)
 
@@ -194,6 +196,8 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 def relu6(input, inplace=False):
     """min(max(x, 0), 6) (hardtanh(x, 0, 6): gradient 0 at 0 and at 6)."""
     if inplace:
+        if not (STATE.enabled and input.requires_grad):
+            return input.clamp_(0.0, 6.0)
         return _inplace(input, _hardtanh, 0.0, 6.0, "relu6")
     return _hardtanh(input, 0.0, 6.0, "relu6")
 

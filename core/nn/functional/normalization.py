@@ -189,14 +189,23 @@ def _norm(x, view, axes, paxes, weight, bias, wview, eps, stats=None, center=Tru
         scale, w = invstd * w, None
     else:
         scale = invstd
-    if xc is None or xc is d:
+    add_bias = bias is not None
+    if fused and xc is None and center and w is None:
+        # running statistics, per channel: x * scale + (bias - mean * scale), two passes
+        shift = -mean * scale
+        if add_bias:
+            shift = shift + bias.data.reshape(wview)
+            add_bias = False
+        out = d * scale
+        out += shift
+    elif xc is None or xc is d:
         out = d * scale if mean is None or xc is d else (d - mean) * scale
     else:
         out = xc
         out *= scale
     if w is not None:
         out *= w
-    if bias is not None:
+    if add_bias:
         out += bias.data.reshape(wview)
     res = wrap(out.reshape(x.shape))
     if STATE.enabled and (x.requires_grad or (weight is not None and weight.requires_grad)
