@@ -1,0 +1,1 @@
+"""ember.nn.parallel: DistributedDataParallel."""

@@ -1,0 +1,1 @@
+"""ember.vision.datasets: ImageFolder, CIFAR and MNIST formats."""

@@ -1,0 +1,1 @@
+"""ember.vision.io: image and video reading and writing."""

@@ -1,0 +1,1 @@
+"""ember.vision.models: the classification model zoo with the multi-weight API."""

@@ -1,0 +1,1 @@
+"""ember.vision.transforms: image transforms on PIL images and tensors."""
