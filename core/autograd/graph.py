@@ -340,18 +340,40 @@ def _materialize(node, slots):
     return tuple(out)
 
 
+_CALLBACKS: list = []  # one list per backward pass in progress (nested passes stack)
+
+
+def queue_callback(fn):
+    """Run ``fn()`` once when the backward pass now running has finished (after every
+    gradient was accumulated), e.g. to wait for gradient all-reduces started by hooks.
+    Only callable from inside a backward pass (a hook or a node's backward)."""
+    if not _CALLBACKS:
+        raise RuntimeError("queue_callback can only be called during a backward pass (from a "
+                           "tensor hook or a Function's backward)")
+    _CALLBACKS[-1].append(fn)
+
+
 def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inputs=None,
                  allow_unused=False):
     """Backpropagate ``root_grads`` from ``roots``.
 
     With ``inputs`` (``autograd.grad``) nothing is accumulated into ``.grad``; the gradients
-    flowing into ``inputs`` are returned instead.
+    flowing into ``inputs`` are returned instead. Callbacks queued during the pass run at its
+    end, in order (callbacks may queue more).
     """
     prev = STATE.enabled
     STATE.enabled = create_graph
+    _CALLBACKS.append([])
     try:
-        return _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused)
+        out = _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused)
+        callbacks = _CALLBACKS[-1]
+        i = 0
+        while i < len(callbacks):
+            callbacks[i]()
+            i += 1
+        return out
     finally:
+        _CALLBACKS.pop()
         STATE.enabled = prev
 
 
@@ -384,6 +406,7 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
             deps[fn] = 0
             stack.append(fn)
     order = []  # discovery order, used for pruning in autograd.grad
+    leaf_deps = {}  # id(leaf) -> edges still to deliver: a leaf is accumulated once per pass
     while stack:
         n = stack.pop()
         order.append(n)
@@ -397,6 +420,9 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
                         stack.append(t)
                     else:
                         deps[t] = c + 1
+                else:
+                    leaf_deps[id(t)] = leaf_deps.get(id(t), 0) + 1
+    leaf_bufs = {}  # id(leaf) -> gradient summed so far
 
     needed = None
     if capture is not None:
@@ -470,12 +496,19 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
                 deps[t] = c
                 if c == 0:
                     ready.append(t)
-            elif g is not None:
-                if capture is not None:
+            elif capture is not None:
+                if g is not None:
                     for i in leaf_targets.get(id(t), ()):
                         capture[i] = _sum_grads(capture.get(i), g)
-                else:
-                    _accumulate_leaf(t, g, handed, create_graph)
+            else:
+                # sum every contribution first, so hooks see the leaf's whole gradient once
+                key = id(t)
+                if g is not None:
+                    leaf_bufs[key] = _sum_grads(leaf_bufs.get(key), g)
+                c = leaf_deps[key] - 1
+                leaf_deps[key] = c
+                if c == 0 and key in leaf_bufs:
+                    _accumulate_leaf(t, leaf_bufs.pop(key), handed, create_graph)
 
     if capture is not None:
         out = []

@@ -847,3 +847,41 @@ def test_gradcheck_fails_on_a_wrong_backward():
     assert ember.autograd.gradcheck(WrongSecond.apply, (x,))
     with pytest.raises(RuntimeError, match="Jacobian mismatch"):
         ember.autograd.gradgradcheck(WrongSecond.apply, (x,))
+
+
+def test_queue_callback_runs_once_at_the_end_of_backward():
+    from ember.autograd.graph import queue_callback
+
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+
+    def hook(t):
+        seen.append(("hook", t.grad.tolist()))
+        queue_callback(lambda: seen.append(("end", x.grad.tolist())))
+        if len(seen) == 1:  # callbacks may queue callbacks
+            queue_callback(lambda: queue_callback(lambda: seen.append(("nested",))))
+
+    x.register_post_accumulate_grad_hook(hook)
+    (x * x).sum().backward()
+    assert seen == [("hook", [2.0, 4.0]), ("end", [2.0, 4.0]), ("nested",)]
+    with pytest.raises(RuntimeError, match="only be called during a backward pass"):
+        queue_callback(lambda: None)
+    seen.clear()
+    (x * 3).sum().backward()  # a second pass gets its own callbacks
+    assert seen[:2] == [("hook", [5.0, 7.0]), ("end", [5.0, 7.0])]
+
+
+def test_leaf_hooks_see_the_whole_gradient_once_like_torch():
+    calls, tcalls = [], []
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    tx = torch.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(lambda g: calls.append(("pre", g.tolist())))
+    tx.register_hook(lambda g: tcalls.append(("pre", g.tolist())))
+    x.register_post_accumulate_grad_hook(lambda t: calls.append(("post", t.grad.tolist())))
+    tx.register_post_accumulate_grad_hook(lambda t: tcalls.append(("post", t.grad.tolist())))
+    (x * x + x.exp().sum()).sum().backward()
+    (tx * tx + tx.exp().sum()).sum().backward()
+    assert len(calls) == len(tcalls) == 2
+    for (k, a), (tk, b) in zip(calls, tcalls):
+        assert k == tk
+        np.testing.assert_allclose(a, b, rtol=1e-6)
