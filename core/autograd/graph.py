@@ -503,10 +503,14 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
             else:
                 # sum every contribution first, so hooks see the leaf's whole gradient once
                 key = id(t)
+                c = leaf_deps[key] - 1
+                if c == 0 and not leaf_bufs:  # the common case: the leaf's only edge
+                    if g is not None:
+                        _accumulate_leaf(t, g, handed, create_graph)
+                    continue
+                leaf_deps[key] = c
                 if g is not None:
                     leaf_bufs[key] = _sum_grads(leaf_bufs.get(key), g)
-                c = leaf_deps[key] - 1
-                leaf_deps[key] = c
                 if c == 0 and key in leaf_bufs:
                     _accumulate_leaf(t, leaf_bufs.pop(key), handed, create_graph)
 

@@ -58,7 +58,10 @@ def index_cases(draw, ints_with_arrays, numpy_layout_only=False):
         elif kind == "int":
             items.append(draw(st.integers(-n, n - 1)))
         else:
-            ashape = draw(hnp.broadcastable_shapes(bshape, min_dims=1, max_dims=len(bshape)))
+            # a shape that broadcasts *to* bshape (each dim bshape's or 1, leading dims
+            # optional), so that all index arrays of one key broadcast together
+            lead = draw(st.integers(0, len(bshape) - 1))
+            ashape = tuple(b if draw(st.booleans()) else 1 for b in bshape[lead:])
             dt = draw(st.sampled_from([np.int64, np.int32]))
             items.append(draw(hnp.arrays(dt, ashape, elements=st.integers(-n, n - 1))))
     if ell == n_use:
