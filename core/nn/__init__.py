@@ -9,3 +9,12 @@
 from . import functional, init  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .parameter import Buffer, Parameter  # noqa: F401
+
+
+def __getattr__(name):
+    """``ember.nn.utils`` and ``ember.nn.parallel`` load on first use."""
+    if name in ("utils", "parallel"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")
