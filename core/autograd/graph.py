@@ -321,7 +321,13 @@ def _accumulate_leaf(leaf, g, handed, create_graph):
     elif create_graph or old.requires_grad:
         leaf.grad = old + g
     else:
-        leaf.grad = Tensor._make(old.data + g.data)
+        od, gd = old.data, g.data
+        if od.flags.writeable and od.base is None and type(od) is type(gd) and \
+                od.dtype == gd.dtype and od.shape == gd.shape:
+            od += gd  # in place, as torch accumulates: .grad keeps its identity and memory
+            old._bump()
+        else:  # a read-only or borrowed array (e.g. a broadcast view handed over as is)
+            leaf.grad = Tensor._make(od + gd)
     if hooks is not None:
         for fn in list(hooks.get("post", ())):
             fn(leaf)
@@ -545,7 +551,8 @@ def retain_grad_hook(tensor):
     def hook(grad):
         t = ref()
         if t is not None:
-            g = grad if STATE.enabled else Tensor._make(grad.data)
+            # a copy: the same array may flow on to a leaf whose .grad accumulates in place
+            g = grad if STATE.enabled else Tensor._make(grad.data.copy())
             t.grad = g if t.grad is None else t.grad + g
         return None
     return hook

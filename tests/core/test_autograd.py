@@ -885,3 +885,31 @@ def test_leaf_hooks_see_the_whole_gradient_once_like_torch():
     for (k, a), (tk, b) in zip(calls, tcalls):
         assert k == tk
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_second_backward_accumulates_into_the_same_grad_array():
+    w = ember.randn(3, 4, requires_grad=True)
+    x = ember.randn(5, 3)
+    (x @ w).sum().backward()
+    g = w.grad
+    first = g.numpy().copy()
+    (x @ w).sum().backward()
+    assert w.grad is g  # accumulated in place, as torch does
+    np.testing.assert_allclose(g.numpy(), 2 * first, rtol=1e-6)
+    b = ember.zeros(4, requires_grad=True)
+    for _ in range(2):  # the first grad of a sum is a read-only broadcast view: copied once
+        (b * 1).sum().backward()
+    assert b.grad.tolist() == [2.0] * 4
+
+
+def test_retained_grad_does_not_alias_a_leaf_grad():
+    x = ember.ones(3, requires_grad=True)
+    tx = torch.ones(3, requires_grad=True)
+    for _ in range(2):
+        y, ty = x + 0, tx + 0
+        y.retain_grad()
+        ty.retain_grad()
+        y.sum().backward()
+        ty.sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), ty.grad.numpy())  # [1, 1, 1]
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())  # [2, 2, 2]
