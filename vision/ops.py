@@ -337,8 +337,14 @@ def stochastic_depth(input, p: float, mode: str, training: bool = True) -> Tenso
 
 
 class StochasticDepth(nn.Module):
+    """Module form of ``stochastic_depth`` (arguments checked at construction)."""
+
     def __init__(self, p: float, mode: str):
         super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"drop probability has to be between 0 and 1, but got {p}")
+        if mode not in ("batch", "row"):
+            raise ValueError(f"mode has to be either 'batch' or 'row', but got {mode}")
         self.p, self.mode = p, mode
 
     def forward(self, input):
@@ -369,6 +375,11 @@ class Conv2dNormActivation(nn.Sequential):
                           _act(activation_layer, inplace))
         super().__init__(*layers)
         self.out_channels = out_channels
+
+
+def _dropout(p, inplace):
+    """torchvision's MLP hands ``inplace`` to its Dropout layers too (it shows in the repr)."""
+    return nn.Dropout(p) if inplace is None else nn.Dropout(p, inplace=inplace)
 
 
 def _act(layer, inplace):
@@ -408,10 +419,10 @@ class MLP(nn.Sequential):
                 layers.append(norm_layer(h))
             layers.append(activation_layer() if inplace is None else
                           _act(activation_layer, inplace))
-            layers.append(nn.Dropout(dropout))
+            layers.append(_dropout(dropout, inplace))
             d = h
         layers.append(nn.Linear(d, hidden_channels[-1], bias=bias))
-        layers.append(nn.Dropout(dropout))
+        layers.append(_dropout(dropout, inplace))
         super().__init__(*layers)
 
 
