@@ -8,11 +8,14 @@ or from a shell: ``python -m ember.distributed --nproc 2 train.py --epochs 1``.
 """
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import signal
 import subprocess
 import sys
+
+_SHM = "/dev/shm/mpich_shm_*"  # MPICH's shared-memory segments (left behind by MPI_Abort)
 
 
 def find_mpiexec():
@@ -41,6 +44,7 @@ def launch(script, nproc=2, args=(), timeout=None, env=None, capture=True):
     full = dict(os.environ)
     full.update({k: str(v) for k, v in (env or {}).items()})
     pipe = subprocess.PIPE if capture else None
+    before = set(glob.glob(_SHM))
     p = subprocess.Popen(command(script, nproc, args), stdout=pipe, stderr=pipe, text=True,
                          env=full, start_new_session=True)
     try:
@@ -49,4 +53,40 @@ def launch(script, nproc=2, args=(), timeout=None, env=None, capture=True):
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
         raise subprocess.TimeoutExpired(p.args, timeout, out, err) from None
+    finally:
+        _remove_orphaned_segments(before)
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def _mapped_shm():
+    """Paths under /dev/shm that some live process has mapped."""
+    mapped = set()
+    for maps in glob.glob("/proc/[0-9]*/maps"):
+        try:
+            with open(maps) as f:
+                for line in f:
+                    i = line.find("/dev/shm/")
+                    if i >= 0:
+                        mapped.add(line[i:].rstrip("\n").removesuffix(" (deleted)"))
+        except OSError:  # the process ended meanwhile, or is not ours to read
+            continue
+    return mapped
+
+
+def _remove_orphaned_segments(before):
+    """Remove MPICH segments created since ``before`` that no process maps any more: a job
+    ended by MPI_Abort (a failing rank) never unlinks its own."""
+    import time
+
+    new = set(glob.glob(_SHM)) - before
+    for _ in range(20):  # ranks killed by the abort may take a moment to unmap
+        if not new:
+            return
+        for path in new - _mapped_shm():
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        new = {p for p in new if os.path.exists(p)}
+        if new:
+            time.sleep(0.1)

@@ -1,4 +1,5 @@
 """One rank raising mid-training aborts the whole job quickly, showing that rank's error."""
+import glob
 import time
 
 import pytest
@@ -9,9 +10,12 @@ pytestmark = [pytest.mark.multiprocess, needs_mpi]
 
 
 def test_one_rank_raising_aborts_the_job():
+    before = set(glob.glob("/dev/shm/mpich_shm_*"))
     t0 = time.monotonic()
     res = run_ranks("worker_fault.py", 2, timeout=30, env={"FAULT": "raise"})
     took = time.monotonic() - t0
+    # MPI_Abort never unlinks MPICH's shared-memory segments: launch() removes them
+    assert not set(glob.glob("/dev/shm/mpich_shm_*")) - before
     out = res.stdout + res.stderr
     assert res.returncode != 0, out
     assert "boom on rank 1 at step 3" in out, out
