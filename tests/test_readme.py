@@ -17,12 +17,14 @@ def test_opens_with_two_setup_commands():
     first = _blocks("bash")[0].strip().splitlines()
     assert len(first) == 2
     install_run, install_test = first
-    assert install_run.startswith("pip install") and "python" in install_run
+    assert install_run.startswith("pip install") and "ember run " in install_run
     assert install_test.startswith("pip install") and "pytest" in install_test
     # the first fenced block is the first thing after the title
     assert README.index("```bash") < README.index("\n## ")
-    script = install_run.split("python", 1)[1].split()[0]
-    assert (ROOT / script).is_file(), f"the main job {script} does not exist"
+    recipe = install_run.split("ember run ", 1)[1].split()[0]
+    from ember.recipes._registry import list_recipes
+
+    assert recipe in list_recipes(), f"the main job's recipe {recipe!r} is not registered"
 
 
 def test_ci_runs_the_readme_test_command():
