@@ -21,6 +21,8 @@ workers.
 """
 from __future__ import annotations
 
+import signal
+
 import os
 import pickle
 import sys
@@ -181,6 +183,9 @@ def _recv(conn, parent_pid):
 
 def worker_loop(cfg: LoaderConfig, wid: int, req, res, parent_pid: int, close=()):
     """The body of a worker process."""
+    # Ctrl-C in a terminal reaches the whole process group: the main process decides what
+    # happens (a recipe checkpoints and exits 130) and stops the workers itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for c in close:  # ends of the pipes that belong to the main process (fork inherits them)
         try:
             c.close()

@@ -178,3 +178,35 @@ def test_http_source_through_workers(http_root):
     dp = W(urls).sharding_filter().read_from_http(timeout=10).readlines(return_path=False)
     lines = [x for b in DataLoader(dp, batch_size=3, num_workers=2) for x in b]
     assert sorted(lines) == sorted(f"{i}-{k}" for i in range(4) for k in range(5))
+
+
+@pytest.mark.multiprocess
+def test_ctrl_c_reaches_the_main_process_only():
+    """SIGINT to the whole process group (a terminal's Ctrl-C): the main process gets its
+    KeyboardInterrupt and decides; the workers ignore it and keep serving the epoch."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import os, signal, time
+        from ember.data import DataLoader, IterableWrapper
+        def slow(x):
+            time.sleep(0.01)
+            return x
+        dl = DataLoader(IterableWrapper(range(64)).sharding_filter().map(slow), batch_size=4,
+                        num_workers=2, timeout=20)
+        it = iter(dl)
+        got = [next(it)]
+        try:
+            os.killpg(os.getpgid(0), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            print("interrupted")
+        got += list(it)
+        print("batches", len(got), sorted(int(v) for b in got for v in b.numpy()) == list(range(64)))
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                       start_new_session=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "interrupted" in r.stdout and "batches 16 True" in r.stdout, r.stdout + r.stderr
