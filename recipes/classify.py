@@ -195,6 +195,15 @@ def main(cfg):
                           "loader": pickle.dumps(loader.state_dict()), "rng": capture_rng(),
                           "epoch": epoch, "step": step, "sums": list(sums)}, step)
 
+    def interrupted():
+        """Ctrl-C was pressed: save where we are, say how to continue, exit code 130."""
+        path = checkpoint()
+        if rank == 0:
+            log.close()
+            print(f"\ninterrupted at step {step}: checkpoint saved to {path}\n"
+                  f"continue with: {command_line()} resume=true", flush=True)
+        return EXIT_INTERRUPTED
+
     test_acc = None
     net.train()
     with Interrupt() as stop:
@@ -230,12 +239,7 @@ def main(cfg):
                 if stop.requested:
                     if bar is not None:
                         bar.close()
-                    path = checkpoint()
-                    if rank == 0:
-                        log.close()
-                        print(f"\ninterrupted at step {step}: checkpoint saved to {path}\n"
-                              f"continue with: {command_line()} resume=true", flush=True)
-                    return EXIT_INTERRUPTED
+                    return interrupted()
             if bar is not None:
                 bar.close()
             if sched is not None and not per_step:
@@ -254,6 +258,8 @@ def main(cfg):
             sums = [0.0, 0, 0]
             if every_epochs and epoch % int(every_epochs) == 0:
                 checkpoint()
+            if stop.requested:  # pressed during the evaluation: stop at the epoch boundary
+                return interrupted()
     if rank != 0:
         return 0
     log.close()
