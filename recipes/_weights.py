@@ -98,3 +98,16 @@ def build_model(weights, model_cfg=None):
         if enum_cls is not None and enum_cls.__name__ == type(weights).__name__:
             return fn(weights=weights)
     raise ValueError(f"no registered model builder uses {weights!r}")
+
+
+def load_for_inference(cfg, recipe):
+    """What evaluate and predict start with: ``(output dir, device, weights, model in eval
+    mode on that device)`` from ``cfg["weights"]`` / ``cfg["model"]`` / ``cfg["device"]``."""
+    import ember
+
+    from ._runtime import setup_run
+
+    out = setup_run(cfg, recipe)
+    device = ember.device(cfg.get("device") or "cpu")
+    weights = resolve_weights(cfg["weights"])
+    return out, device, weights, build_model(weights, cfg.get("model")).to(device).eval()

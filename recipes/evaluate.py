@@ -13,13 +13,12 @@ import csv
 import json
 import os
 
-import ember
 from ember.data import DataLoader
 
 from ember.recipes._config import instantiate
 from ember.recipes._registry import register_recipe
-from ember.recipes._runtime import final_lines, setup_run
-from ember.recipes._weights import build_model, resolve_weights
+from ember.recipes._runtime import final_lines
+from ember.recipes._weights import load_for_inference
 from ember.recipes.classify import evaluate_model
 
 __all__ = ["main", "plot_confusion"]
@@ -51,10 +50,7 @@ def plot_confusion(conf, categories, png_path):
 @register_recipe("evaluate")
 def main(cfg):
     """Evaluate per ``cfg`` (see ``configs/evaluate.yaml``); returns the exit code."""
-    out = setup_run(cfg, "evaluate")
-    device = ember.device(cfg.get("device") or "cpu")
-    weights = resolve_weights(cfg["weights"])
-    model = build_model(weights, cfg.get("model")).to(device)
+    out, device, weights, model = load_for_inference(cfg, "evaluate")
     data = instantiate(cfg["data"])
     categories = weights.meta.get("categories") or [str(c) for c in getattr(data, "classes", [])]
     n_cls = len(categories)

@@ -17,8 +17,8 @@ import numpy as np
 import ember
 
 from ember.recipes._registry import register_recipe
-from ember.recipes._runtime import final_lines, setup_run
-from ember.recipes._weights import build_model, resolve_weights
+from ember.recipes._runtime import final_lines
+from ember.recipes._weights import load_for_inference
 
 __all__ = ["main", "list_images"]
 
@@ -57,10 +57,7 @@ def _samples(out, n):
 @register_recipe("predict")
 def main(cfg):
     """Predict per ``cfg`` (see ``configs/predict.yaml``); returns the exit code."""
-    out = setup_run(cfg, "predict")
-    device = ember.device(cfg.get("device") or "cpu")
-    weights = resolve_weights(cfg["weights"])
-    model = build_model(weights, cfg.get("model")).to(device).eval()
+    out, device, weights, model = load_for_inference(cfg, "predict")
     transform = weights.transforms()
     categories = weights.meta.get("categories")
     source = cfg.get("input")
