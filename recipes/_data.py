@@ -18,10 +18,11 @@ import os
 
 import numpy as np
 
+from ember.vision.transforms._presets import MNIST_MEAN, MNIST_STD, DigitClassification
+
 __all__ = ["ShippedMNIST", "DigitPreset", "MNIST_MEAN", "MNIST_STD", "DATA_FILE"]
 
 DATA_FILE = os.path.join(os.path.dirname(__file__), "data", "mnist_5k.csv.gz")
-MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 _TEST_PER_CLASS = 100
 _SPLIT_SEED = 20240607
 
@@ -92,34 +93,6 @@ class ShippedMNIST:
         return img, y
 
 
-class DigitPreset:
-    """Inference transform for the digit models: a PIL image (or path) -> a normalized
-    (1, size, size) float32 tensor: grayscale, resized to ``size``, inverted when the digit is
-    dark on a light background (MNIST digits are light on black), scaled and normalized.
-
-        >>> from PIL import Image
-        >>> DigitPreset()(Image.new("RGB", (40, 30), "white")).shape
-        (1, 28, 28)
-    """
-
-    def __init__(self, size=28, mean=MNIST_MEAN, std=MNIST_STD, auto_invert=True):
-        self.size, self.mean, self.std, self.auto_invert = int(size), mean, std, auto_invert
-
-    def __call__(self, img):
-        import ember
-        from PIL import Image
-
-        if isinstance(img, (str, os.PathLike)):
-            img = Image.open(img)
-        img = img.convert("L")
-        if img.size != (self.size, self.size):
-            img = img.resize((self.size, self.size), Image.BILINEAR)
-        a = np.asarray(img, dtype=np.float32) * np.float32(1 / 255)
-        if self.auto_invert and float(np.median(a)) > 0.5:
-            a = np.float32(1) - a
-        a = (a - np.float32(self.mean)) / np.float32(self.std)
-        return ember.tensor(a[None])
-
-    def __repr__(self):
-        return (f"DigitPreset(size={self.size}, mean={self.mean}, std={self.std}, "
-                f"auto_invert={self.auto_invert})")
+# the digit models' inference transform lives in ember.vision (so that the shipped weights can
+# name it); this alias keeps configs and weights manifests written with the old path working
+DigitPreset = DigitClassification

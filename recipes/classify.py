@@ -18,7 +18,6 @@ import pickle
 import time
 
 import ember
-from ember import nn
 from ember.data import DataLoader
 
 from ember.recipes._checkpoint import Checkpointer, capture_rng, restore_rng
@@ -28,36 +27,14 @@ from ember.recipes._registry import register_recipe
 from ember.recipes._runtime import (EXIT_INTERRUPTED, Interrupt, command_line, dist_info,
                                     final_lines, progress, setup_run)
 from ember.recipes._weights import save_weights
+from ember.vision.models.digits import SmallCNN as _SmallCNN
 
 __all__ = ["SmallCNN", "main", "evaluate_model"]
 
 
-class SmallCNN(nn.Module):
-    """Two conv blocks and an MLP head for small grayscale images.
-
-    Input (N, in_channels, H, W) with H, W divisible by 4 -> logits (N, num_classes).
-
-        >>> m = SmallCNN(num_classes=10)
-        >>> m(ember.zeros(2, 1, 28, 28)).shape
-        (2, 10)
-    """
-
-    def __init__(self, num_classes=10, in_channels=1, width=16, image_size=28, hidden=128,
-                 dropout=0.0):
-        super().__init__()
-        w = int(width)
-        self.features = nn.Sequential(
-            nn.Conv2d(in_channels, w, 3, padding=1), nn.BatchNorm2d(w), nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(w, 2 * w, 3, padding=1), nn.BatchNorm2d(2 * w), nn.ReLU(),
-            nn.MaxPool2d(2))
-        side = int(image_size) // 4
-        self.classifier = nn.Sequential(
-            nn.Flatten(), nn.Linear(2 * w * side * side, hidden), nn.ReLU(), nn.Dropout(dropout),
-            nn.Linear(hidden, num_classes))
-
-    def forward(self, x):
-        return self.classifier(self.features(x))
+# the main job's network lives in ember.vision.models (its trained weights ship there); the alias
+# keeps configs and weights manifests written with the old path working
+SmallCNN = _SmallCNN
 
 
 def _to(batch, device):

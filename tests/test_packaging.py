@@ -86,3 +86,7 @@ def test_wheel_contains_only_ember(tmp_path):
         path = pkg.replace(".", "/") + "/__init__.py"
         assert path in names, f"{path} missing from the wheel"
     assert not any("/tests/" in n or n.startswith("tests/") for n in names)
+    # the package data the main job and the shipped weights need
+    for pattern in ("ember/recipes/configs/classify.yaml", "ember/recipes/data/mnist_5k.csv.gz",
+                    "ember/vision/models/weights/mnist_cnn-"):
+        assert any(n.startswith(pattern) for n in names), f"{pattern} missing from the wheel"

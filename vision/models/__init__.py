@@ -29,6 +29,7 @@ from .googlenet import *  # noqa: F401,F403
 from .inception import *  # noqa: F401,F403
 from .swin_transformer import *  # noqa: F401,F403
 from .maxvit import *  # noqa: F401,F403
+from .digits import *  # noqa: F401,F403
 
 __all__ = [
     "Weights", "WeightsEnum", "register_model", "list_models", "get_model_builder", "get_model",
@@ -77,3 +78,7 @@ __all__ = [
     "Swin_T_Weights", "Swin_S_Weights", "Swin_B_Weights", "Swin_V2_T_Weights", "Swin_V2_S_Weights",
     "Swin_V2_B_Weights", "MaxVit", "maxvit_t", "MaxVit_T_Weights",
 ]
+
+from . import digits as _digits  # noqa: E402 (ember-trained models)
+
+__all__ += _digits.__all__

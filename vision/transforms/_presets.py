@@ -141,3 +141,41 @@ class ImageClassification:
                 f"are resized to resize_size={self.resize_size} with interpolation="
                 f"{self._mode}, center-cropped to crop_size={self.crop_size}, rescaled to "
                 f"[0.0, 1.0] and normalized with mean={self.mean} and std={self.std}.")
+
+
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+
+
+class DigitClassification:
+    """Inference transform of the digit models: a PIL image (or a path) -> a normalized
+    (1, size, size) float32 tensor: grayscale, resized to ``size``, inverted when the digit is
+    dark on a light background (MNIST digits are light on black), scaled and normalized.
+
+        >>> from PIL import Image
+        >>> DigitClassification()(Image.new("RGB", (40, 30), "white")).shape
+        (1, 28, 28)
+    """
+
+    def __init__(self, size=28, mean=MNIST_MEAN, std=MNIST_STD, auto_invert=True):
+        self.size, self.mean, self.std, self.auto_invert = int(size), mean, std, auto_invert
+
+    def __call__(self, img):
+        import os
+
+        import ember
+        from PIL import Image
+
+        if isinstance(img, (str, os.PathLike)):
+            img = Image.open(img)
+        img = img.convert("L")
+        if img.size != (self.size, self.size):
+            img = img.resize((self.size, self.size), Image.BILINEAR)
+        a = np.asarray(img, dtype=np.float32) * np.float32(1 / 255)
+        if self.auto_invert and float(np.median(a)) > 0.5:
+            a = np.float32(1) - a
+        a = (a - np.float32(self.mean)) / np.float32(self.std)
+        return ember.tensor(a[None])
+
+    def __repr__(self):
+        return (f"DigitClassification(size={self.size}, mean={self.mean}, std={self.std}, "
+                f"auto_invert={self.auto_invert})")
