@@ -44,7 +44,8 @@ def _check_float(op, A):
         raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. "
                            f"Got {D.name(dt)}")
     if dt.kind == "c":
-        raise NotImplementedError(f"linalg.{op}: complex inputs are not supported yet")
+        raise RuntimeError(f"linalg.{op}: ember.linalg works on real float32/float64 tensors; got "
+                           f"{D.name(dt)} (split complex systems into real and imaginary parts)")
     if dt.itemsize < 4:
         raise RuntimeError(f"linalg.{op}: low precision dtype {D.name(dt)} is not supported; "
                            "use float32 or float64")

@@ -770,6 +770,17 @@ def _const_grad(x, y, g):
 sign = _unary("sign", lambda xp, d: xp.sign(d) if d.dtype.kind != "b" else d.copy(), _const_grad,
               "", float_only=False)
 sgn = sign
+
+
+def conj(input):
+    """The complex conjugate; a real tensor is returned as is (as PyTorch does)."""
+    if input.data.dtype.kind != "c":
+        return input
+    return _conj(input)
+
+
+_conj = _unary("conj", lambda xp, d: xp.conj(d), lambda x, y, g: g.conj(), "",
+               float_only=False)
 floor = _unary("floor", lambda xp, d: xp.floor(d) if d.dtype.kind == "f" else d.copy(),
                _const_grad, "", float_only=False, refuse="b")
 ceil = _unary("ceil", lambda xp, d: xp.ceil(d) if d.dtype.kind == "f" else d.copy(),
@@ -1260,6 +1271,7 @@ class ElementwiseOps:
     relu = relu
     sign = sign
     sgn = sign
+    conj = conj
     floor = floor
     ceil = ceil
     trunc = trunc
@@ -1493,8 +1505,9 @@ def _inplace_variant(f, name):
     return method
 
 
-# the remaining ``op_`` methods of PyTorch's surface, all through apply_inplace
-for _name, _f in [*_UNARY.items(), ("arcsin", asin), ("arccos", acos), ("arctan", atan),
+# the remaining ``op_`` methods of PyTorch's surface, all through apply_inplace (PyTorch has
+# no conj_: conjugation is a view there)
+for _name, _f in [*((k, v) for k, v in _UNARY.items() if k != "conj"), ("arcsin", asin), ("arccos", acos), ("arctan", atan),
                   ("arcsinh", asinh), ("arccosh", acosh), ("arctanh", atanh), ("negative", neg),
                   ("absolute", abs), ("sgn", sign), ("fix", trunc), ("atan2", atan2),
                   ("arctan2", atan2), ("hypot", hypot), ("xlogy", xlogy),
@@ -1519,6 +1532,6 @@ __all__ = [
     "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "round", "nan_to_num",
     "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul", "addcdiv", "xlogy", "hypot",
     "logaddexp", *_UNARY.keys(), "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh",
-    "negative", "absolute", "sgn", "fix",
+    "negative", "absolute", "sgn", "fix", "conj",
 ]
 subtract, multiply, divide, true_divide = sub, mul, div, div

@@ -193,8 +193,10 @@ def dot(input, other):
 
 
 def vdot(input, other):
+    """``sum(conj(input) * other)`` over two 1-D tensors (``dot`` for real ones)."""
     if input.data.dtype.kind == "c":
-        raise NotImplementedError("vdot: complex tensors are not supported yet")
+        dot(input, other)  # the same argument checks
+        return (input.conj() * other).sum()
     return dot(input, other)
 
 

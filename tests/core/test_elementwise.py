@@ -99,6 +99,7 @@ UNARY = {
     "trunc": (-2, 2), "frac": (-2, 2), "arcsin": (-0.8, 0.8), "arccos": (-0.8, 0.8),
     "arctan": (-2, 2), "arcsinh": (-2, 2), "arccosh": (1.3, 3), "arctanh": (-0.8, 0.8),
     "negative": (-2, 2), "absolute": (-2, 2), "sgn": (-2, 2), "fix": (-2, 2),
+    "conj": (-2, 2),
 }
 # piecewise-constant ops: torch's first gradient is a constant zero (no double backward graph)
 FLAT = {"sign", "sgn", "floor", "ceil", "trunc", "fix", "round"}

@@ -581,3 +581,21 @@ def test_einsum_result_does_not_alias_input():
     for eq in ("ij->ij", "ij->ji", "ij"):
         ember.einsum(eq, a).mul_(0)
     np.testing.assert_array_equal(a.numpy(), before)
+
+
+def test_vdot_and_conj_on_complex_match_torch():
+    a = np.array([1 + 2j, 3 - 1j, -0.5j], np.complex64)
+    b = np.array([2 - 1j, 0.5 + 1j, 4], np.complex64)
+    got = ember.vdot(ember.tensor(a), ember.tensor(b))
+    np.testing.assert_allclose(got.numpy(), torch.vdot(torch.tensor(a), torch.tensor(b)).numpy(),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(ember.tensor(a).conj().numpy(), np.conj(a))
+    x = ember.tensor([1.0, 2.0])
+    assert x.conj() is x  # real: no copy, as torch
+    with pytest.raises(RuntimeError, match="dot: expected both vectors to have same dtype"):
+        ember.vdot(ember.tensor(a), ember.tensor([1.0, 2.0, 3.0]))
+
+
+def test_linalg_names_the_supported_dtypes_for_complex_input():
+    with pytest.raises(RuntimeError, match=r"linalg.inv: .* real float32/float64 .* complex64"):
+        ember.linalg.inv(ember.tensor(np.eye(2, dtype=np.complex64)))

@@ -263,3 +263,30 @@ def test_mha_dropout_only_in_training():
     c, wc = F.multi_head_attention_forward(x, x, x, E, H, *args, training=True)
     assert not np.allclose(c.numpy(), a.numpy())
     assert (wc.numpy() == 0).any() or not np.allclose(wc.numpy(), wa.numpy())
+
+
+def test_mha_is_causal_needs_a_mask_and_honours_it_with_need_weights():
+    """As in torch, is_causal is a hint about attn_mask: without a mask it is refused with a
+    clear message; with one (and need_weights) the result equals torch's."""
+    rng = np.random.default_rng(3)
+    L, N, E, H = 4, 2, 8, 2
+    x = rng.standard_normal((L, N, E)).astype(np.float32)
+    w_in = rng.standard_normal((3 * E, E)).astype(np.float32) * 0.3
+    w_out = rng.standard_normal((E, E)).astype(np.float32) * 0.3
+    b_in, b_out = np.zeros(3 * E, np.float32), np.zeros(E, np.float32)
+    mask = np.triu(np.full((L, L), -np.inf, np.float32), 1)
+
+    def ember_mha(m):
+        return F.multi_head_attention_forward(
+            *(ember.tensor(x),) * 3, E, H, ember.tensor(w_in), ember.tensor(b_in), None, None,
+            False, 0.0, ember.tensor(w_out), ember.tensor(b_out), training=False,
+            need_weights=True, is_causal=True, attn_mask=m)
+    with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+        ember_mha(None)
+    eo, ew = ember_mha(ember.tensor(mask))
+    to, tw = torch.nn.functional.multi_head_attention_forward(
+        *(torch.tensor(x),) * 3, E, H, torch.tensor(w_in), torch.tensor(b_in), None, None,
+        False, 0.0, torch.tensor(w_out), torch.tensor(b_out), training=False,
+        need_weights=True, is_causal=True, attn_mask=torch.tensor(mask))
+    np.testing.assert_allclose(eo.numpy(), to.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ew.numpy(), tw.detach().numpy(), rtol=1e-5, atol=1e-6)

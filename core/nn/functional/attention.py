@@ -467,8 +467,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if need_weights:
         E = q.shape[-1]
         q_scaled = q * math.sqrt(1.0 / float(E))
-        if is_causal and attn_mask is None:
-            raise AssertionError("FIXME: is_causal not implemented for need_weights")
         if attn_mask is not None:
             w = baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
         else:
