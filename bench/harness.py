@@ -178,3 +178,31 @@ class Suite:
                 json.dump(result, f, indent=1)
             os.replace(tmp, a.json)
         return result
+
+
+def paired_inference(em, tm, shape, name="model", tol=1e-3):
+    """``(ember_fn, torch_fn)`` running ``em``/``tm`` (same weights) in eval mode without
+    autograd on one random input of ``shape``; checks once that their outputs agree."""
+    import numpy as np
+    import torch
+
+    import ember
+
+    em.eval()
+    tm.eval()
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    ex, tx = ember.from_numpy(x), torch.from_numpy(x)
+    with ember.no_grad(), torch.no_grad():
+        a, b = em(ex).numpy(), tm(tx).numpy()
+    err = float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
+    if err > tol:
+        raise AssertionError(f"{name}: ember and torch outputs differ (max rel {err:.2e})")
+
+    def run_e():
+        with ember.no_grad():
+            em(ex)
+
+    def run_t():
+        with torch.no_grad():
+            tm(tx)
+    return run_e, run_t

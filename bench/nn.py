@@ -15,7 +15,7 @@ weights.
 """
 from __future__ import annotations
 
-from harness import Suite  # first: fixes the thread count before numpy is imported
+from harness import Suite, paired_inference  # first: fixes the thread count
 
 suite = Suite("nn")
 
@@ -113,20 +113,8 @@ def _pair(build):
 
 
 def _inference(build, shape):
-    em, tm, np, torch, ember = _pair(build)
-    em.eval()
-    tm.eval()
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    ex, tx = ember.from_numpy(x), torch.from_numpy(x)
-
-    def run_e():
-        with ember.no_grad():
-            em(ex)
-
-    def run_t():
-        with torch.no_grad():
-            tm(tx)
-    return run_e, run_t
+    em, tm = _pair(build)[:2]
+    return paired_inference(em, tm, shape, getattr(build, "__name__", "model"))
 
 
 def _conv(shape, cout, k, stride, pad, groups):

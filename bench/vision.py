@@ -12,7 +12,7 @@ model's weights, and each figure checks once that both give the same logits.
 """
 from __future__ import annotations
 
-from harness import Suite  # first: fixes the thread count before numpy is imported
+from harness import Suite, paired_inference  # first: fixes the thread count
 
 suite = Suite("vision")
 
@@ -199,25 +199,8 @@ def _pair(name, torch_build):
 
 
 def _inference(name, torch_build, shape):
-    em, tm, np, torch, ember = _pair(name, torch_build)
-    em.eval()
-    tm.eval()
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    ex, tx = ember.from_numpy(x), torch.from_numpy(x)
-    with ember.no_grad(), torch.no_grad():   # same weights, same logits: checked once
-        a, b = em(ex).numpy(), tm(tx).numpy()
-    err = float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
-    if err > 1e-3:
-        raise AssertionError(f"{name}: ember and torch logits differ (max rel {err:.2e})")
-
-    def run_e():
-        with ember.no_grad():
-            em(ex)
-
-    def run_t():
-        with torch.no_grad():
-            tm(tx)
-    return run_e, run_t
+    em, tm = _pair(name, torch_build)[:2]
+    return paired_inference(em, tm, shape, name)
 
 
 @suite.figure("ResNet-50 inference, batch 8, 224^2", unit="ms", goal=1.0, number=1)

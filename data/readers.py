@@ -34,7 +34,8 @@ class _Reader(IterDataPipe):
 
     def read(self, it):
         """The next record of the current file, or raise EOFError at its end."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define read(it): a reader "
+                                  "subclass returns the next record of the current file")
 
 
 class _ReaderIter(SourceIter):

@@ -24,7 +24,8 @@ class Sampler:
     """Base class: ``__iter__`` yields dataset indices; ``__len__`` their number."""
 
     def __iter__(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define __iter__, yielding "
+                                  "dataset indices")
 
     def state_dict(self) -> dict:
         return {}

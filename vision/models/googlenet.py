@@ -16,7 +16,7 @@ import ember
 from ember import nn
 from ember.nn import functional as F
 
-from ._api import Weights, WeightsEnum, _preset_factory as _preset, _set_param, \
+from ._api import Weights, WeightsEnum, _load, _preset_factory as _preset, _set_param, \
     _weights_kwargs, register_model
 from ._meta import _IMAGENET_CATEGORIES
 
@@ -158,19 +158,24 @@ class GoogLeNet_Weights(WeightsEnum):
     DEFAULT = IMAGENET1K_V1
 
 
-@register_model(weights=GoogLeNet_Weights)
-def googlenet(*, weights=None, progress=True, **kwargs):
-    """GoogLeNet ("Going Deeper with Convolutions"). With weights, ``transform_input``
-    defaults to True and the aux heads are dropped unless ``aux_logits=True``."""
-    original_aux_logits = kwargs.get("aux_logits", False)
+def _aux_weights_kwargs(weights, kwargs):
+    """Published GoogLeNet/Inception weights hold the aux heads and expect torchvision's input
+    transform: build the model that way (the builder drops the heads afterwards if unwanted)."""
     if weights is not None:
         kwargs.setdefault("transform_input", True)
         _set_param(kwargs, "aux_logits", True)
         _set_param(kwargs, "init_weights", False)
         _weights_kwargs(weights, kwargs)
-    model = GoogLeNet(**kwargs)
+
+
+@register_model(weights=GoogLeNet_Weights)
+def googlenet(*, weights=None, progress=True, **kwargs):
+    """GoogLeNet ("Going Deeper with Convolutions"). With weights, ``transform_input``
+    defaults to True and the aux heads are dropped unless ``aux_logits=True``."""
+    original_aux_logits = kwargs.get("aux_logits", False)
+    _aux_weights_kwargs(weights, kwargs)
+    model = _load(GoogLeNet(**kwargs), weights, progress)
     if weights is not None:
-        model.load_state_dict(weights.get_state_dict(progress=progress, check_hash=True))
         if not original_aux_logits:
             model.aux_logits = False
             model.aux1 = None

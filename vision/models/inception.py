@@ -17,10 +17,9 @@ import ember
 from ember import nn
 from ember.nn import functional as F
 
-from ._api import Weights, WeightsEnum, _preset_factory as _preset, _set_param, \
-    _weights_kwargs, register_model
+from ._api import Weights, WeightsEnum, _load, _preset_factory as _preset, register_model
 from ._meta import _IMAGENET_CATEGORIES
-from .googlenet import BasicConv2d, _transform_input
+from .googlenet import BasicConv2d, _aux_weights_kwargs, _transform_input
 
 __all__ = ["Inception3", "InceptionOutputs", "inception_v3", "Inception_V3_Weights"]
 
@@ -231,14 +230,9 @@ def inception_v3(*, weights=None, progress=True, **kwargs):
     weights, ``transform_input`` defaults to True and the aux head is kept only with
     ``aux_logits=True`` (the default)."""
     original_aux_logits = kwargs.get("aux_logits", True)
+    _aux_weights_kwargs(weights, kwargs)
+    model = _load(Inception3(**kwargs), weights, progress)
     if weights is not None:
-        kwargs.setdefault("transform_input", True)
-        _set_param(kwargs, "aux_logits", True)
-        _set_param(kwargs, "init_weights", False)
-        _weights_kwargs(weights, kwargs)
-    model = Inception3(**kwargs)
-    if weights is not None:
-        model.load_state_dict(weights.get_state_dict(progress=progress, check_hash=True))
         if not original_aux_logits:
             model.aux_logits = False
             model.AuxLogits = None
