@@ -102,7 +102,77 @@ class Sequential(Module):
         return Sequential(*self, *other)
 
 
-class ModuleList(Module):
+def _parameters_repr(self):
+    """The ``(name): Parameter containing: [dtype of size shape]`` lines of the parameter
+    containers."""
+    return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
+                     for k, p in self._parameters.items())
+
+
+class _ListView:
+    """The list protocol of a container over one of Module's stores (``_store``), entries
+    registered under "0", "1", ... by the subclass's ``_register(name, value)``."""
+
+    _store = "_modules"
+
+    def _register(self, name, value):  # pragma: no cover - every subclass defines it
+        raise TypeError(f"{type(self).__name__} must define _register(name, value)")
+
+    def _items(self):
+        return list(getattr(self, self._store).values())
+
+    def _renumber(self, values):
+        getattr(self, self._store).clear()
+        for i, v in enumerate(values):
+            self._register(str(i), v)
+
+    def __len__(self):
+        return len(getattr(self, self._store))
+
+    def __iter__(self):
+        return iter(getattr(self, self._store).values())
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(self._items()[idx])
+        return getattr(self, self._store)[str(_index(idx, len(self), type(self).__name__))]
+
+    def __setitem__(self, idx, value):
+        self._register(str(_index(idx, len(self), type(self).__name__)), value)
+
+    def __delitem__(self, idx):
+        values = self._items()
+        del values[idx if isinstance(idx, slice) else _index(idx, len(self),
+                                                              type(self).__name__)]
+        self._renumber(values)
+
+    def __iadd__(self, values):
+        return self.extend(values)
+
+    def __add__(self, other):
+        return type(self)(self._items() + list(other))
+
+    def append(self, value):
+        self._register(str(len(self)), value)
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
+
+    def insert(self, index, value):
+        values = self._items()
+        values.insert(index, value)
+        self._renumber(values)
+
+    def pop(self, index=-1):
+        v = self[index]
+        del self[index]
+        return v
+
+
+class ModuleList(_ListView, Module):
     """A list of modules registered as children (no ``forward`` of its own)."""
 
     def __init__(self, modules=None):
@@ -110,53 +180,8 @@ class ModuleList(Module):
         if modules is not None:
             self.extend(modules)
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return ModuleList(list(self._modules.values())[idx])
-        return self._modules[str(_index(idx, len(self), "ModuleList"))]
-
-    def __setitem__(self, idx, module):
-        self.add_module(str(_index(idx, len(self), "ModuleList")), module)
-
-    def __delitem__(self, idx):
-        mods = list(self._modules.values())
-        del mods[idx if isinstance(idx, slice) else _index(idx, len(self), "ModuleList")]
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
-
-    def __iadd__(self, modules):
-        return self.extend(modules)
-
-    def __add__(self, other):
-        return ModuleList(list(self) + list(other))
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
-
-    def insert(self, index, module):
-        mods = list(self._modules.values())
-        mods.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self.add_module(str(i), m)
-
-    def pop(self, index=-1):
-        m = self[index]
-        del self[index]
-        return m
+    def _register(self, name, module):
+        self.add_module(name, module)
 
 
 class _DictView:
@@ -213,41 +238,21 @@ class ModuleDict(_DictView, Module):
         self._modules.clear()
 
 
-class ParameterList(Module):
+class ParameterList(_ListView, Module):
     """A list of parameters registered under ``"0"``, ``"1"``, ... (tensors become
     Parameters)."""
+
+    _store = "_parameters"
 
     def __init__(self, values=None):
         super().__init__()
         if values is not None:
             self.extend(values)
 
-    def __len__(self):
-        return len(self._parameters)
+    def _register(self, name, value):
+        self.register_parameter(name, _param(value))
 
-    def __iter__(self):
-        return iter(self._parameters.values())
-
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return ParameterList(list(self._parameters.values())[idx])
-        return self._parameters[str(_index(idx, len(self), "ParameterList"))]
-
-    def __setitem__(self, idx, value):
-        self.register_parameter(str(_index(idx, len(self), "ParameterList")), _param(value))
-
-    def append(self, value):
-        self.register_parameter(str(len(self)), _param(value))
-        return self
-
-    def extend(self, values):
-        for v in values:
-            self.append(v)
-        return self
-
-    def extra_repr(self):
-        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
-                         for k, p in self._parameters.items())
+    extra_repr = _parameters_repr
 
 
 class ParameterDict(_DictView, Module):
@@ -263,9 +268,7 @@ class ParameterDict(_DictView, Module):
     def __setitem__(self, key, value):
         self.register_parameter(key, _param(value))
 
-    def extra_repr(self):
-        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
-                         for k, p in self._parameters.items())
+    extra_repr = _parameters_repr
 
 
 def _param(value):
