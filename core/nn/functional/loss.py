@@ -35,6 +35,7 @@ from ...autograd.grad_mode import STATE
 from ...autograd.graph import Node, new_node, record
 from ...ops import _util as U
 from ...ops._util import wrap
+from .activation import pairwise_distance
 from .ctc import ctc_loss
 
 __all__ = [
@@ -860,13 +861,6 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     return _reduce(loss, reduction)
 
 
-def _pairwise_distance(x1, x2, p=2.0, eps=1e-6):
-    """||x1 - x2 + eps||_p over the last dim."""
-    from ... import linalg
-
-    return linalg.vector_norm(x1 - x2 + eps, p, dim=-1)
-
-
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, d(a, p) - d(a, n) + margin), d the p-norm distance ||x - y + eps||_p over the
@@ -880,7 +874,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
         raise ValueError(f"margin must be greater than 0, got {margin}")
     return triplet_margin_with_distance_loss(
         anchor, positive, negative,
-        distance_function=lambda a, b: _pairwise_distance(a, b, p, eps),
+        distance_function=lambda a, b: pairwise_distance(a, b, p, eps),
         margin=margin, swap=swap, reduction=reduction)
 
 
@@ -905,7 +899,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
         raise RuntimeError("The anchor, positive, and negative tensors are expected to have the "
                            f"same number of dimensions, but got: anchor {anchor.ndim}D, positive "
                            f"{positive.ndim}D, and negative {negative.ndim}D inputs")
-    dist = distance_function if distance_function is not None else _pairwise_distance
+    dist = distance_function if distance_function is not None else pairwise_distance
     d_pos = dist(anchor, positive)
     d_neg = dist(anchor, negative)
     if swap:
