@@ -50,6 +50,8 @@ def _early_threads(argv):
 
 THREADS = _early_threads(sys.argv)
 
+import ember  # noqa: E402,F401 - before numpy, as a user's script would: it tunes OpenBLAS's idle wait
+
 
 class Figure:
     def __init__(self, name, setup, unit, goal, flops, anchor, number, higher_is_better):

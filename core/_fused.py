@@ -35,56 +35,22 @@ A kernel has the signature::
 """
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
 
 from . import _backend as B
+from . import _parallel
 
 CHUNK = 32768          # elements per chunk: ~6 float32 arrays of it fit in a core's L2 cache
 # with threads, a ufunc must run long enough to hide the GIL hand-over between two threads
 # (each ufunc call re-takes the GIL): 64K elements still fit the 2 MB L2 of a core
 CHUNK_THREADED = 65536
-PARALLEL_MIN = 1 << 18  # a step with fewer elements than this runs in the calling thread
+PARALLEL_MIN = _parallel.PARALLEL_MIN  # a step with fewer elements runs in the calling thread
 
 _ndarray = np.ndarray
-_pool = None
-_threads = None
-
-
-def num_threads() -> int:
-    """Threads a large numpy step uses: ``OMP_NUM_THREADS`` if set, else the usable cores."""
-    global _threads
-    if _threads is None:
-        env = os.environ.get("OMP_NUM_THREADS", "")
-        try:
-            n = int(env.split(",")[0]) if env else len(os.sched_getaffinity(0))
-        except (ValueError, AttributeError):
-            n = os.cpu_count() or 1
-        _threads = max(1, min(n, 16))
-    return _threads
-
-
-def set_num_threads(n: int) -> None:
-    """Set how many threads a large numpy optimizer step may use (1 = the calling thread)."""
-    global _threads, _pool
-    if int(n) < 1:
-        raise ValueError(f"set_num_threads: n must be >= 1, got {n}")
-    _threads = int(n)
-    if _pool is not None:
-        _pool.shutdown(wait=True)
-        _pool = None
-
-
-def _forget_pool():
-    """In a forked child the pool's threads do not exist: start a new pool when needed."""
-    global _pool
-    _pool = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+num_threads = _parallel.num_threads
+set_num_threads = _parallel.set_num_threads
 
 
 class _Local(threading.local):
@@ -183,26 +149,14 @@ def run(kernel, nscratch, jobs):
             total += n
     if not work:
         return
-    nt = num_threads()
-    if nt == 1 or total < PARALLEL_MIN:
+    # whole chunks per thread: the calling thread takes the first range
+    c = CHUNK_THREADED
+    if _parallel.split_threads(total) == 1:
         _span(kernel, nscratch, work, 0, total)
         return
-    global _pool
-    if _pool is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _pool = ThreadPoolExecutor(nt - 1, thread_name_prefix="ember-optim")
-    # equal element ranges, rounded to whole chunks; the calling thread takes the first
-    c = CHUNK_THREADED
-    per = -(-total // nt)
-    per = -(-per // c) * c
-    futs = [_pool.submit(_span, kernel, nscratch, work, lo, min(lo + per, total), c)
-            for lo in range(per, total, per)]
-    try:
-        _span(kernel, nscratch, work, 0, min(per, total), c)
-    finally:
-        for f in futs:
-            f.result()
+    _parallel.parallel_for(
+        lambda lo, hi: _span(kernel, nscratch, work, lo * c, min(hi * c, total), c),
+        -(-total // c), work=total)
 
 
 def _real_views(arrays):

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from .. import _backend as B
+from .. import _parallel
 from .. import dtypes as D
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import Node, new_node, record
@@ -1015,7 +1016,9 @@ def _fast_inplace(self, ufunc_name, other):
         raise RuntimeError("in-place operation on a read-only tensor (a broadcast view made by "
                            "expand): clone() it first")
     try:
-        getattr(B.namespace(d), ufunc_name)(d, o, out=d, casting="unsafe")
+        uf = getattr(B.namespace(d), ufunc_name)
+        if not _parallel.ufunc(uf, d, o, d, casting="unsafe"):
+            uf(d, o, out=d, casting="unsafe")
     except ValueError:
         raise _shape_error(d.shape, np.shape(o)) from None
     self._bump()
@@ -1446,6 +1449,12 @@ class ElementwiseOps:
         return apply_inplace(self, tanh)
 
     def relu_(self):
+        d = self.data
+        if not (STATE.enabled and self.requires_grad) and type(d) is _ndarray and \
+                d.dtype.kind == "f" and d.flags.writeable and \
+                _parallel.ufunc(np.maximum, d, d.dtype.type(0), d):
+            self._bump()  # no graph to record: max(x, 0) in place, split over threads
+            return self
         return apply_inplace(self, relu)
 
     def floor_(self):

@@ -96,7 +96,7 @@ def test_conv_winograd_path(monkeypatch):
     e, t = _conv(2, padding=(0, 2))
     check_op(e, t, [(1, 3, 6, 5), (2, 3, 3, 3)], gradgrad=False)
     assert any(calls)
-    x, w = ember.randn(8, 128, 14, 14), ember.randn(128, 128, 3, 3)
+    x, w = ember.randn(8, 256, 14, 14), ember.randn(256, 256, 3, 3)
     monkeypatch.undo()
     assert C._use_winograd(x.data, w.data, (14, 14), (1, 1), (1, 1), 1)
     assert not C._use_winograd(x.data, w.data, (7, 7), (1, 1), (1, 1), 1)  # odd small map

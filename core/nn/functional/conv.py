@@ -30,6 +30,8 @@ import threading
 import numpy as np
 
 from ... import _backend as B
+from ... import _blas
+from ..._parallel import parallel_for, split_threads
 from ... import dtypes as D
 from ...autograd.grad_mode import STATE
 from ...autograd.graph import Node, new_node, record
@@ -277,6 +279,26 @@ def _batch_last(nd):
     return (1,) + tuple(range(2, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))
 
 
+def _per_image(N, body, xp, work):
+    """``body(lo, hi)`` over the images ``range(N)``. On numpy with OpenBLAS and several
+    threads, the images are split over threads that each run single-threaded GEMMs (see
+    core/_blas.py); ``body`` takes its scratch buffers per call (they are per thread)."""
+    nt = split_threads(work) if xp is np and N > 1 and _blas.available() else 1
+    if nt <= 1:
+        body(0, N)
+        return
+    with _blas.single_threaded():
+        parallel_for(body, N, work=work)
+
+
+def _chunked(N, per_image, fn):
+    """``body(lo, hi)`` calling ``fn(n0, n1)`` on chunks of images that fit ``_CHUNK``."""
+    def body(lo, hi):
+        for a, b in _batches(hi - lo, per_image):
+            fn(lo + a, lo + b)
+    return body
+
+
 def _is_depthwise(C, w, groups):
     return groups > 1 and groups == C and w.shape[1] == 1
 
@@ -301,24 +323,30 @@ def _conv_arr(x, w, O, geo):
         return xp.matmul(W2, v).reshape((N, Co) + tuple(O))
     win = _windows(xpad, k, s, d, O)
     out = xp.empty((N, Co) + tuple(O), x.dtype)
+    work = N * C * Kk * L
     if L >= _BATCH_L or N == 1:
-        cols = _scratch("cols", (C,) + tuple(k) + tuple(O), x.dtype, xp)
         o4 = out.reshape(N, G, Cog, L)
-        for n in range(N):
-            xp.copyto(cols, win[n])
-            if G == 1:
-                xp.matmul(W2[0], cols.reshape(Cg * Kk, L), out=o4[n, 0])
-            else:
-                xp.matmul(W2, cols.reshape(G, Cg * Kk, L), out=o4[n])
+
+        def images(lo, hi):
+            cols = _scratch("cols", (C,) + tuple(k) + tuple(O), x.dtype, xp)
+            for n in range(lo, hi):
+                xp.copyto(cols, win[n])
+                if G == 1:
+                    xp.matmul(W2[0], cols.reshape(Cg * Kk, L), out=o4[n, 0])
+                else:
+                    xp.matmul(W2, cols.reshape(G, Cg * Kk, L), out=o4[n])
+        _per_image(N, images, xp, work)
         return out
+
     # small maps: one GEMM per chunk of images, on cols laid out (C, *k, n, *O)
-    for n0, n1 in _batches(N, C * Kk * L):
+    def chunk(n0, n1):
         nb = n1 - n0
         cols = _scratch("cols", (C,) + tuple(k) + (nb,) + tuple(O), x.dtype, xp)
         xp.copyto(cols, win[n0:n1].transpose(_batch_last(nd)))
         r = _scratch("gemm", (G, Cog, nb * L), x.dtype, xp)
         xp.matmul(W2, cols.reshape(G, Cg * Kk, nb * L), out=r)
         xp.copyto(out[n0:n1].reshape(nb, Co, L), r.reshape(Co, nb, L).transpose(1, 0, 2))
+    _per_image(N, _chunked(N, C * Kk * L, chunk), xp, work)
     return out
 
 
@@ -352,17 +380,22 @@ def _conv_t_arr(y, w, S, geo):
         buf[(Ellipsis,) + _tap_slices((0,) * nd, s, d, O)] = r
         return _crop(buf, plo, S)
     buf = xp.zeros((N, C) + Eb, y.dtype)
+    work = N * C * Kk * L
     if L >= _BATCH_L or N == 1:
-        cols = _scratch("cols", (G, Cg * Kk, L), y.dtype, xp)
         y4 = y.reshape(N, G, Cog, L)
-        for n in range(N):
-            if G == 1:
-                xp.matmul(W2T[0], y4[n, 0], out=cols[0])
-            else:
-                xp.matmul(W2T, y4[n], out=cols)
-            _col2im_add(buf[n], cols.reshape((C,) + tuple(k) + tuple(O)), k, s, d, O)
+
+        def images(lo, hi):
+            cols = _scratch("cols", (G, Cg * Kk, L), y.dtype, xp)
+            for n in range(lo, hi):
+                if G == 1:
+                    xp.matmul(W2T[0], y4[n, 0], out=cols[0])
+                else:
+                    xp.matmul(W2T, y4[n], out=cols)
+                _col2im_add(buf[n], cols.reshape((C,) + tuple(k) + tuple(O)), k, s, d, O)
+        _per_image(N, images, xp, work)
         return _crop(buf, plo, S)
-    for n0, n1 in _batches(N, C * Kk * L):
+
+    def chunk(n0, n1):
         nb = n1 - n0
         yt = _scratch("gT", (G, Cog, nb, L), y.dtype, xp)
         xp.copyto(yt, y[n0:n1].reshape(nb, G, Cog, L).transpose(1, 2, 0, 3))
@@ -372,6 +405,7 @@ def _conv_t_arr(y, w, S, geo):
         cv = cv.transpose((1 + nd, 0) + tuple(range(1, 1 + nd))
                           + tuple(range(2 + nd, 2 + 2 * nd)))
         _col2im_add(buf[n0:n1], cv, k, s, d, O)
+    _per_image(N, _chunked(N, C * Kk * L, chunk), xp, work)
     return _crop(buf, plo, S)
 
 
@@ -392,32 +426,48 @@ def _conv_w_arr(x, g, k, geo):
         gw = xp.matmul(g.reshape(N, G, Cog, L), v.transpose(0, 1, 3, 2)).sum(0)
         return gw.reshape((Co, Cg) + tuple(k))
     win = _windows(xpad, k, s, d, O)
+    parts = {}  # per image range: its partial sum (summed in range order: deterministic)
+
+    def add(lo, r):
+        if lo in parts:
+            parts[lo] += r
+        else:
+            parts[lo] = r
+
+    work = N * C * Kk * L
     if L >= _BATCH_L or N == 1:
-        cols = _scratch("cols", (C,) + tuple(k) + tuple(O), x.dtype, xp)
         g4 = g.reshape(N, G, Cog, L)
-        acc = None
-        for n in range(N):
-            xp.copyto(cols, win[n])
-            r = xp.matmul(g4[n], cols.reshape(G, Cg * Kk, L).transpose(0, 2, 1))
-            if acc is None:
-                acc = r
-            else:
-                acc += r
-        return acc.reshape((Co, Cg) + tuple(k))
-    gw = None
-    for n0, n1 in _batches(N, C * Kk * L):
+
+        def images(lo, hi):
+            cols = _scratch("cols", (C,) + tuple(k) + tuple(O), x.dtype, xp)
+            for n in range(lo, hi):
+                xp.copyto(cols, win[n])
+                add(lo, xp.matmul(g4[n], cols.reshape(G, Cg * Kk, L).transpose(0, 2, 1)))
+        _per_image(N, images, xp, work)
+        return _sum_parts(parts).reshape((Co, Cg) + tuple(k))
+
+    def chunk(n0, n1, lo):
         nb = n1 - n0
         cols = _scratch("cols", (C,) + tuple(k) + (nb,) + tuple(O), x.dtype, xp)
         xp.copyto(cols, win[n0:n1].transpose(_batch_last(nd)))
         gt = _scratch("gT", (G, Cog, nb, L), g.dtype, xp)
         xp.copyto(gt, g[n0:n1].reshape(nb, G, Cog, L).transpose(1, 2, 0, 3))
-        r = xp.matmul(gt.reshape(G, Cog, nb * L),
-                      cols.reshape(G, Cg * Kk, nb * L).transpose(0, 2, 1))
-        if gw is None:
-            gw = r
-        else:
-            gw += r
-    return gw.reshape((Co, Cg) + tuple(k))
+        add(lo, xp.matmul(gt.reshape(G, Cog, nb * L),
+                          cols.reshape(G, Cg * Kk, nb * L).transpose(0, 2, 1)))
+
+    def images_chunked(lo, hi):
+        for a, b in _batches(hi - lo, C * Kk * L):
+            chunk(lo + a, lo + b, lo)
+    _per_image(N, images_chunked, xp, work)
+    return _sum_parts(parts).reshape((Co, Cg) + tuple(k))
+
+
+def _sum_parts(parts):
+    keys = sorted(parts)
+    acc = parts[keys[0]]
+    for key in keys[1:]:
+        acc += parts[key]
+    return acc
 
 
 # --------------------------------------------------------------------------- Winograd
@@ -429,7 +479,9 @@ def _conv_w_arr(x, g, k, geo):
 # Kronecker products of the 1-D matrices (entries 0, +-1, +-1/2), so float32 results stay
 # within a few ulps of the direct sum.
 
-_WINO_MIN_C = 128  # thinner GEMMs gain less than the transforms cost
+# thinner GEMMs gain less than the transforms cost (batch 8, 2 threads: 128 channels at 28x28
+# took 12.0 ms with Winograd and 10.6 ms direct; 256 at 14x14 7.7 against 9.3 ms)
+_WINO_MIN_C = 256
 _WINO_BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]])
 _WINO_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 _WINO_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]])
@@ -454,8 +506,8 @@ def _winograd_arr(x, w, O, plo):
     mats = [xp.asarray(np.kron(a, a).astype(dt)) for a in (_WINO_BT, _WINO_G, _WINO_AT)]
     U = xp.matmul(mats[1], w.reshape(Co * C, 9).T).reshape(16, Co, C)  # G g G^T per filter
     out = xp.empty((N, Co) + tuple(O), dt)
-    for n0, n1 in _batches(N, 16 * max(C, Co) * T):
-        _winograd_into(x[n0:n1], U, mats[0], mats[2], O, plo, out[n0:n1])
+    _per_image(N, _chunked(N, 16 * max(C, Co) * T, lambda n0, n1: _winograd_into(
+        x[n0:n1], U, mats[0], mats[2], O, plo, out[n0:n1])), xp, N * 16 * max(C, Co) * T)
     return out
 
 
@@ -536,12 +588,22 @@ class _Phases:
     def fill(self, x, key="pad"):
         """x (N, C, *S) -> zero-padded flat phases (N, C, F) (a scratch buffer)."""
         xp = B.namespace(x)
-        lead = x.shape[:2]
-        buf = _scratch(key, lead + (self.F,), x.dtype, xp)
-        buf.fill(0)
-        for start, dst, src in self._phase_slices():
-            view = buf[..., start:start + self.size].reshape(lead + self.Ph)
-            view[(Ellipsis,) + dst] = x[(Ellipsis,) + src]
+        N, C = x.shape[:2]
+        buf = _scratch(key, (N, C, self.F), x.dtype, xp)
+        slices = self._phase_slices()
+
+        def part(b, xs):
+            b.fill(0)
+            for start, dst, src in slices:
+                view = b[..., start:start + self.size].reshape(b.shape[:2] + self.Ph)
+                view[(Ellipsis,) + dst] = xs[(Ellipsis,) + src]
+
+        if xp is not np:
+            part(buf, x)
+        elif N > 1:
+            parallel_for(lambda lo, hi: part(buf[lo:hi], x[lo:hi]), N, work=buf.size)
+        else:
+            parallel_for(lambda lo, hi: part(buf[:, lo:hi], x[:, lo:hi]), C, work=buf.size)
         return buf
 
     def unfill(self, buf, out):
@@ -590,18 +652,32 @@ def _dw_arr(x, w, O, geo):
     wr = w.reshape(C, m, _prod(k), 1)
     out = xp.empty((N, C, m) + tuple(O), x.dtype)
     G = ph.G
-    for n0, n1, c0, c1 in _dw_blocks(N, C, m * G):
-        acc = _scratch("dwacc", (n1 - n0, c1 - c0, m, G), x.dtype, xp)
-        tmp = _scratch("dwtmp", (n1 - n0, c1 - c0, m, G), x.dtype, xp)
-        for t, off in enumerate(ph.offs):
-            xs = buf[n0:n1, c0:c1, None, off:off + G]
-            if t == 0:
-                xp.multiply(xs, wr[c0:c1, :, t], out=acc)
-            else:
-                xp.multiply(xs, wr[c0:c1, :, t], out=tmp)
-                acc += tmp
-        out[n0:n1, c0:c1] = ph.grid_view(acc)
+    blocks = _dw_blocks(N, C, m * G)
+
+    def run(lo, hi):
+        for n0, n1, c0, c1 in blocks[lo:hi]:
+            acc = _scratch("dwacc", (n1 - n0, c1 - c0, m, G), x.dtype, xp)
+            tmp = _scratch("dwtmp", (n1 - n0, c1 - c0, m, G), x.dtype, xp)
+            for t, off in enumerate(ph.offs):
+                xs = buf[n0:n1, c0:c1, None, off:off + G]
+                if t == 0:
+                    xp.multiply(xs, wr[c0:c1, :, t], out=acc)
+                else:
+                    xp.multiply(xs, wr[c0:c1, :, t], out=tmp)
+                    acc += tmp
+            out[n0:n1, c0:c1] = ph.grid_view(acc)
+
+    _blocks_for(run, blocks, xp, N * C * m * G * len(ph.offs))
     return out.reshape((N, C * m) + tuple(O))
+
+
+def _blocks_for(run, blocks, xp, work):
+    """``run(lo, hi)`` over the index range of ``blocks``: split over threads on numpy (each
+    block writes its own part of the output)."""
+    if xp is np:
+        parallel_for(run, len(blocks), work=work)
+    else:
+        run(0, len(blocks))
 
 
 def _dw_t_arr(y, w, S, geo):
@@ -618,12 +694,17 @@ def _dw_t_arr(y, w, S, geo):
     buf = _scratch("pad", (N, C, ph.F), y.dtype, xp)
     buf.fill(0)
     wr = w.reshape(C, m, _prod(k), 1)
-    for n0, n1, c0, c1 in _dw_blocks(N, C, m * G):
-        tmp = _scratch("dwtmp", (n1 - n0, c1 - c0, m, G), y.dtype, xp)
-        for t, off in enumerate(ph.offs):
-            xp.multiply(gg[n0:n1, c0:c1], wr[c0:c1, :, t], out=tmp)
-            dst = buf[n0:n1, c0:c1, off:off + G]
-            dst += tmp[:, :, 0] if m == 1 else tmp.sum(2)
+    blocks = _dw_blocks(N, C, m * G)
+
+    def run(lo, hi):
+        for n0, n1, c0, c1 in blocks[lo:hi]:
+            tmp = _scratch("dwtmp", (n1 - n0, c1 - c0, m, G), y.dtype, xp)
+            for t, off in enumerate(ph.offs):
+                xp.multiply(gg[n0:n1, c0:c1], wr[c0:c1, :, t], out=tmp)
+                dst = buf[n0:n1, c0:c1, off:off + G]
+                dst += tmp[:, :, 0] if m == 1 else tmp.sum(2)
+
+    _blocks_for(run, blocks, xp, N * C * m * G * len(ph.offs))
     return ph.unfill(buf, xp.empty((N, C) + tuple(S), y.dtype))
 
 

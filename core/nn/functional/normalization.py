@@ -23,6 +23,7 @@ import numbers
 import numpy as np
 
 from ... import _backend as B
+from ..._parallel import PARALLEL_MIN, parallel_for
 from ...autograd.grad_mode import STATE, no_grad
 from ...autograd.graph import Node, new_node, record
 from ...ops._util import wrap
@@ -196,8 +197,7 @@ def _norm(x, view, axes, paxes, weight, bias, wview, eps, stats=None, center=Tru
         if add_bias:
             shift = shift + bias.data.reshape(wview)
             add_bias = False
-        out = d * scale
-        out += shift
+        out = _scale_shift(d, scale, shift)
     elif xc is None or xc is d:
         out = d * scale if mean is None or xc is d else (d - mean) * scale
     else:
@@ -222,6 +222,37 @@ def _norm(x, view, axes, paxes, weight, bias, wview, eps, stats=None, center=Tru
 
 
 # =========================================================================== helpers
+
+_ROW_BLOCK = 65536  # elements per in-cache block of the per-channel affine
+
+
+def _scale_shift(d, scale, shift):
+    """``d * scale + shift`` for ``d`` (N, C, L) and per-channel (1, C, 1) ``scale``/``shift``:
+    on numpy, in cache-sized blocks of (image, channel) rows spread over threads."""
+    xp = B.namespace(d)
+    if (xp is not np or d.ndim != 3 or not d.flags.c_contiguous or d.size < PARALLEL_MIN
+            or d.shape[2] > _ROW_BLOCK or np.size(scale) != d.shape[1]
+            or np.size(shift) != d.shape[1]):
+        out = d * scale
+        out += shift
+        return out
+    N, C, L = d.shape
+    dt = np.result_type(d, scale, shift)
+    out = np.empty(d.shape, dt)
+    rows, o2 = d.reshape(N * C, L), out.reshape(N * C, L)
+    sc = np.broadcast_to(scale.reshape(1, C), (N, C)).reshape(N * C, 1)
+    sh = np.broadcast_to(shift.reshape(1, C), (N, C)).reshape(N * C, 1)
+    per = max(1, _ROW_BLOCK // L)
+
+    def part(lo, hi):
+        for r in range(lo * per, min(hi * per, N * C), per):
+            e = min(r + per, N * C)
+            np.multiply(rows[r:e], sc[r:e], out=o2[r:e])
+            o2[r:e] += sh[r:e]
+
+    parallel_for(part, -(-N * C // per), work=d.size)
+    return out
+
 
 def _shape_list(t):
     return list(t.shape)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _backend as B
+from ..._parallel import parallel_for
 from ...autograd.grad_mode import STATE
 from ...autograd.graph import Node, new_node, record
 from ...ops import _util as U
@@ -180,18 +181,34 @@ def _lowest(dt):
     return -np.inf if dt.kind == "f" else np.iinfo(dt).min
 
 
-def _max_values(win, k, O, dt, xp):
-    """Running maximum over the taps of ``win`` (N, C, *k, *O)."""
+def _max_separable(xpad, k, s, d, O, xp):
+    """Window maxima of ``xpad`` (N, C, *E), one spatial dim at a time (a box maximum is
+    separable): ``sum(k)`` passes instead of ``prod(k)``, the outer dims first, so that their
+    passes read whole rows and the strided passes along the last dim run on reduced data.
+    On numpy, images are split over threads."""
     nd = len(k)
-    rest = (slice(None),) * nd
-    out = None
-    for tap in _taps(k):
-        v = win[(slice(None), slice(None)) + tap + rest]
-        if out is None:
-            out = xp.empty(v.shape, dt)
-            xp.copyto(out, v)
-        else:
-            xp.maximum(out, v, out=out)
+
+    def part(a):
+        for i in range(nd):
+            sl = [slice(None)] * a.ndim
+            taps = []
+            for t in range(k[i]):
+                sl[2 + i] = slice(t * d[i], t * d[i] + s[i] * (O[i] - 1) + 1, s[i])
+                taps.append(a[tuple(sl)])
+            r = xp.maximum(taps[0], taps[1]) if len(taps) > 1 else taps[0].copy()
+            for v in taps[2:]:
+                xp.maximum(r, v, out=r)
+            a = r
+        return a
+
+    if xp is not np:
+        return part(xpad)
+    out = np.empty(xpad.shape[:2] + tuple(O), xpad.dtype)
+
+    def rows(lo, hi):
+        out[lo:hi] = part(xpad[lo:hi])
+
+    parallel_for(rows, xpad.shape[0], work=xpad.size)
     return out
 
 
@@ -250,10 +267,10 @@ def _max_pool(nd, op, input, kernel_size, stride, padding, dilation, ceil_mode,
     O = _out_sizes(op, C, S, k, s, p, d, ceil_mode)
     grad = STATE.enabled and x.requires_grad
     xpad = _pad_to(xd, p, _extent(O, k, s, d), _lowest(xd.dtype))
-    win = _windows(xpad, k, s, d, O)
     if not (grad or return_indices):
-        out = wrap(_max_values(win, k, O, xd.dtype, xp))
+        out = wrap(_max_separable(xpad, k, s, d, O, xp))
         return _unbatch(out, unbatched)
+    win = _windows(xpad, k, s, d, O)
     has_nan = xd.dtype.kind == "f" and bool(xp.isnan(xd).any())
     vals, taps = _max_with_taps(win, k, s, p, d, O, xp, has_nan)
     flat = _plane_index(taps, k, s, p, d, S, O, xp)
