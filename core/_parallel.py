@@ -129,33 +129,36 @@ def run_tasks(fns) -> None:
 _BLOCK = 65536  # elements per ufunc call in a split loop: in cache, long enough to hide the GIL
 
 
-def ufunc(uf, a, b, out, **kw) -> bool:
-    """``uf(a, b, out=out)`` over equal-shaped C-contiguous numpy arrays (``b`` may be a
-    scalar), split over threads in cache-sized blocks. Returns False, doing nothing, when
-    the arrays do not qualify (the caller then makes the plain call)."""
+def ufunc(uf, a, b, out, **kw) -> None:
+    """``uf(a, b, out=out, **kw)`` (``b=None``: a unary ufunc). Over equal-shaped C-contiguous
+    numpy arrays (``b`` may be a scalar) of ``PARALLEL_MIN`` or more elements, the call is
+    split over threads in cache-sized blocks; anything else (broadcasting, partial overlap,
+    cupy, small arrays) is numpy's own single call."""
+    if not _splittable(a, b, out):
+        uf(*((a,) if b is None else (a, b)), out=out, **kw)
+        return
     n = out.size
-    if (n < PARALLEL_MIN or type(out) is not np.ndarray or not out.flags.c_contiguous
-            or split_threads(n) == 1):
-        return False
-    arrays = [a] if b is None else [a, b]
-    flat = []
-    for x in arrays:
-        if isinstance(x, np.ndarray) and x.ndim:
-            if x.shape != out.shape or not x.flags.c_contiguous or (
-                    x is not out and np.may_share_memory(x, out)):
-                return False  # a partial overlap needs numpy's own buffering
-            flat.append(x.reshape(-1))
-        elif isinstance(x, np.ndarray) or np.isscalar(x):
-            flat.append(x)
-        else:
-            return False
+    flat = [x.reshape(-1) if isinstance(x, np.ndarray) and x.ndim else x
+            for x in ((a,) if b is None else (a, b))]
     o = out.reshape(-1)
-    sl = [x if np.ndim(x) == 0 else None for x in flat]
 
     def part(lo, hi):
         for s in range(lo * _BLOCK, min(hi * _BLOCK, n), _BLOCK):
             e = min(s + _BLOCK, n)
-            uf(*(c if c is not None else x[s:e] for c, x in zip(sl, flat)), out=o[s:e], **kw)
+            uf(*(x[s:e] if np.ndim(x) else x for x in flat), out=o[s:e], **kw)
 
     parallel_for(part, -(-n // _BLOCK), work=n)
+
+
+def _splittable(a, b, out) -> bool:
+    if (type(out) is not np.ndarray or out.size < PARALLEL_MIN or not out.flags.c_contiguous
+            or split_threads(out.size) == 1):
+        return False
+    for x in ((a,) if b is None else (a, b)):
+        if isinstance(x, np.ndarray) and x.ndim:
+            if x.shape != out.shape or not x.flags.c_contiguous or (
+                    x is not out and np.may_share_memory(x, out)):
+                return False  # broadcasting, or a partial overlap that needs numpy's buffering
+        elif not (isinstance(x, np.ndarray) or np.isscalar(x)):
+            return False
     return True

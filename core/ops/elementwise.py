@@ -1016,9 +1016,7 @@ def _fast_inplace(self, ufunc_name, other):
         raise RuntimeError("in-place operation on a read-only tensor (a broadcast view made by "
                            "expand): clone() it first")
     try:
-        uf = getattr(B.namespace(d), ufunc_name)
-        if not _parallel.ufunc(uf, d, o, d, casting="unsafe"):
-            uf(d, o, out=d, casting="unsafe")
+        _parallel.ufunc(getattr(B.namespace(d), ufunc_name), d, o, d, casting="unsafe")
     except ValueError:
         raise _shape_error(d.shape, np.shape(o)) from None
     self._bump()
@@ -1451,9 +1449,9 @@ class ElementwiseOps:
     def relu_(self):
         d = self.data
         if not (STATE.enabled and self.requires_grad) and type(d) is _ndarray and \
-                d.dtype.kind == "f" and d.flags.writeable and \
-                _parallel.ufunc(np.maximum, d, d.dtype.type(0), d):
-            self._bump()  # no graph to record: max(x, 0) in place, split over threads
+                d.dtype.kind == "f" and d.flags.writeable:
+            _parallel.ufunc(np.maximum, d, d.dtype.type(0), d)  # no graph: max(x, 0) in place
+            self._bump()
             return self
         return apply_inplace(self, relu)
 

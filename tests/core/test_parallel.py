@@ -75,13 +75,21 @@ def test_split_ufunc_matches_numpy_and_refuses_overlap(threads):
     a = rng.standard_normal(1 << 20).astype(np.float32)
     b = rng.standard_normal(1 << 20).astype(np.float32)
     out = np.empty_like(a)
-    assert _parallel.ufunc(np.add, a, b, out)
+    assert _parallel._splittable(a, b, out)
+    _parallel.ufunc(np.add, a, b, out)
     np.testing.assert_array_equal(out, a + b)
-    assert _parallel.ufunc(np.multiply, a, np.float32(3), out)
+    assert _parallel._splittable(a, np.float32(3), out)
+    _parallel.ufunc(np.multiply, a, np.float32(3), out)
     np.testing.assert_array_equal(out, a * np.float32(3))
-    c = a.copy()
-    assert not _parallel.ufunc(np.add, c[1:], c[:-1], c[1:])  # overlapping: numpy's call
-    assert not _parallel.ufunc(np.add, a[:1000], b[:1000], out[:1000])  # small
+    _parallel.ufunc(np.negative, a, None, out)
+    np.testing.assert_array_equal(out, -a)
+    c, want = a.copy(), a.copy()
+    np.add(want[1:], want[:-1], out=want[1:])
+    assert not _parallel._splittable(c[1:], c[:-1], c[1:])  # overlapping: numpy's own call
+    _parallel.ufunc(np.add, c[1:], c[:-1], c[1:])
+    np.testing.assert_array_equal(c, want)
+    assert not _parallel._splittable(a[:1000], b[:1000], out[:1000])  # small
+    assert not _parallel._splittable(a.reshape(1024, 1024), b[:1024], out.reshape(1024, 1024))
 
 
 def test_inplace_add_and_relu_on_big_tensors(threads):

@@ -291,7 +291,7 @@ def _per_image(N, body, xp, work):
         parallel_for(body, N, work=work)
 
 
-def _chunked(N, per_image, fn):
+def _chunked(per_image, fn):
     """``body(lo, hi)`` calling ``fn(n0, n1)`` on chunks of images that fit ``_CHUNK``."""
     def body(lo, hi):
         for a, b in _batches(hi - lo, per_image):
@@ -346,7 +346,7 @@ def _conv_arr(x, w, O, geo):
         r = _scratch("gemm", (G, Cog, nb * L), x.dtype, xp)
         xp.matmul(W2, cols.reshape(G, Cg * Kk, nb * L), out=r)
         xp.copyto(out[n0:n1].reshape(nb, Co, L), r.reshape(Co, nb, L).transpose(1, 0, 2))
-    _per_image(N, _chunked(N, C * Kk * L, chunk), xp, work)
+    _per_image(N, _chunked(C * Kk * L, chunk), xp, work)
     return out
 
 
@@ -405,7 +405,7 @@ def _conv_t_arr(y, w, S, geo):
         cv = cv.transpose((1 + nd, 0) + tuple(range(1, 1 + nd))
                           + tuple(range(2 + nd, 2 + 2 * nd)))
         _col2im_add(buf[n0:n1], cv, k, s, d, O)
-    _per_image(N, _chunked(N, C * Kk * L, chunk), xp, work)
+    _per_image(N, _chunked(C * Kk * L, chunk), xp, work)
     return _crop(buf, plo, S)
 
 
@@ -426,7 +426,7 @@ def _conv_w_arr(x, g, k, geo):
         gw = xp.matmul(g.reshape(N, G, Cog, L), v.transpose(0, 1, 3, 2)).sum(0)
         return gw.reshape((Co, Cg) + tuple(k))
     win = _windows(xpad, k, s, d, O)
-    parts = {}  # per image range: its partial sum (summed in range order: deterministic)
+    parts = {}  # first image of a range or chunk -> its partial sum (summed in order)
 
     def add(lo, r):
         if lo in parts:
@@ -446,19 +446,15 @@ def _conv_w_arr(x, g, k, geo):
         _per_image(N, images, xp, work)
         return _sum_parts(parts).reshape((Co, Cg) + tuple(k))
 
-    def chunk(n0, n1, lo):
+    def chunk(n0, n1):
         nb = n1 - n0
         cols = _scratch("cols", (C,) + tuple(k) + (nb,) + tuple(O), x.dtype, xp)
         xp.copyto(cols, win[n0:n1].transpose(_batch_last(nd)))
         gt = _scratch("gT", (G, Cog, nb, L), g.dtype, xp)
         xp.copyto(gt, g[n0:n1].reshape(nb, G, Cog, L).transpose(1, 2, 0, 3))
-        add(lo, xp.matmul(gt.reshape(G, Cog, nb * L),
+        add(n0, xp.matmul(gt.reshape(G, Cog, nb * L),
                           cols.reshape(G, Cg * Kk, nb * L).transpose(0, 2, 1)))
-
-    def images_chunked(lo, hi):
-        for a, b in _batches(hi - lo, C * Kk * L):
-            chunk(lo + a, lo + b, lo)
-    _per_image(N, images_chunked, xp, work)
+    _per_image(N, _chunked(C * Kk * L, chunk), xp, work)
     return _sum_parts(parts).reshape((Co, Cg) + tuple(k))
 
 
@@ -506,7 +502,7 @@ def _winograd_arr(x, w, O, plo):
     mats = [xp.asarray(np.kron(a, a).astype(dt)) for a in (_WINO_BT, _WINO_G, _WINO_AT)]
     U = xp.matmul(mats[1], w.reshape(Co * C, 9).T).reshape(16, Co, C)  # G g G^T per filter
     out = xp.empty((N, Co) + tuple(O), dt)
-    _per_image(N, _chunked(N, 16 * max(C, Co) * T, lambda n0, n1: _winograd_into(
+    _per_image(N, _chunked(16 * max(C, Co) * T, lambda n0, n1: _winograd_into(
         x[n0:n1], U, mats[0], mats[2], O, plo, out[n0:n1])), xp, N * 16 * max(C, Co) * T)
     return out
 
