@@ -26,6 +26,7 @@ from .dtypes import (bfloat16, bool, cdouble, cfloat, complex64, complex128, dou
                      float16, float32, float64, get_default_dtype, half, int, int8, int16, int32,
                      int64, long, set_default_dtype, short, uint8)
 from ._tensor import Tensor
+from ._legacy import *  # noqa: F401,F403  (FloatTensor, LongTensor, ...)
 from ._format import set_printoptions
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, no_grad,
                        set_grad_enabled)
@@ -72,7 +73,7 @@ def result_type(a, b):
     ta = a if isinstance(a, Tensor) else None
     tb = b if isinstance(b, Tensor) else None
     if ta is not None and tb is not None:
-        return _dtypes.result_type(ta.data, tb.data)
+        return _dtypes.result_type(ta.array, tb.array)
     if ta is not None:
         return _dtypes.scalar_result_type(ta.dtype, b)
     if tb is not None:

@@ -135,7 +135,7 @@ def format_array(arr, indent=len("tensor(")) -> str:
 
 
 def format_tensor(t) -> str:
-    arr = t.data if type(t.data) is np.ndarray else B.to_device(t.data, "cpu")
+    arr = t.array if type(t.array) is np.ndarray else B.to_device(t.array, "cpu")
     prefix = "tensor("
     suffix = []
     dev = t.device

@@ -126,7 +126,7 @@ class _TensorClass:
 
 
 def _set_requires_grad(t, flag):
-    if flag and (D.is_floating(t.data.dtype) or t.data.dtype.kind == "c"):
+    if flag and (D.is_floating(t.array.dtype) or t.array.dtype.kind == "c"):
         t.requires_grad = True
 
 
@@ -418,7 +418,7 @@ class _Context:
                 if arr.size % dt.itemsize:
                     self.fail(f"storage {st.key!r} is not a whole number of {D.name(dt)}")
                 arr = arr.view(dt)
-            t.data = self.place(_strided(self, arr, offset, size, stride, flags), st.location).data
+            t.array = self.place(_strided(self, arr, offset, size, stride, flags), st.location).array
         self.pending = []
 
 

@@ -36,16 +36,25 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
 
     # _view_ver: for views (``_base`` set), the version at which grad_fn was derived from the
     # base; an in-place op through another view makes it stale (see autograd/graph.record).
-    __slots__ = ("data", "requires_grad", "grad", "grad_fn", "_out_nr", "_version", "_base",
+    __slots__ = ("array", "requires_grad", "grad", "grad_fn", "_out_nr", "_version", "_base",
                  "_hooks", "_view_ver", "__weakref__")
     __array_priority__ = 1000  # numpy defers `ndarray <op> Tensor` to Tensor's reflected ops
 
-    def __init__(self, data=None, *, dtype=None, device=None, requires_grad=False):
-        # ``ember.Tensor(array)`` wraps without copy where possible; prefer ``ember.tensor``.
+    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
+        # ``ember.Tensor`` is torch's legacy constructor: ``Tensor(2, 3)`` is a zero-filled
+        # (2, 3) tensor and ``Tensor([1, 2])`` converts to the default dtype (float32). Prefer
+        # ``ember.tensor`` / ``ember.zeros``. Subclasses (vision's typed parts) pass one array
+        # and keep its dtype.
         from .factories import _to_array
 
-        arr = _to_array([] if data is None else data, dtype, device)
-        self.data = arr
+        if type(self) is Tensor:
+            arr = _legacy_array(args, dtype, device)
+        else:
+            if len(args) != 1:
+                raise TypeError(f"{type(self).__name__}() takes one array, got {len(args)} "
+                                "arguments")
+            arr = _to_array(args[0], dtype, device)
+        self.array = arr
         self.requires_grad = False
         self.grad = None
         self.grad_fn = None
@@ -56,13 +65,28 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
         if requires_grad:
             self.requires_grad_(True)
 
+    @property
+    def data(self):
+        """This tensor's storage as a new leaf that does not require grad, as torch's ``.data``:
+        it shares memory, and in-place changes through it are invisible to autograd (no
+        version bump). ``tensor.data = other`` swaps in ``other``'s storage (shape may change).
+        The backend array itself is ``tensor.array`` (numpy or cupy)."""
+        return Tensor._make(self.array)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__} "
+                            "(wrap an array with ember.as_tensor)")
+        self.array = value.array
+
     @staticmethod
     def _make(data):
         """Wrap an array (no copy, no checks): the constructor every op uses."""
         if data.__class__ is not _ndarray and isinstance(data, _generic):
             data = _asarray(data)
         t = _new(Tensor)
-        t.data = data
+        t.array = data
         t.requires_grad = False
         t.grad = None
         t.grad_fn = None
@@ -75,45 +99,45 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
     # ------------------------------------------------------------------ properties
     @property
     def shape(self):
-        return self.data.shape
+        return self.array.shape
 
     def size(self, dim=None):
         if dim is None:
-            return self.data.shape
-        return self.data.shape[_dim(dim, self.data.ndim)]
+            return self.array.shape
+        return self.array.shape[_dim(dim, self.array.ndim)]
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self.array.dtype
 
     @property
     def device(self):
-        return B.device_of(self.data)
+        return B.device_of(self.array)
 
     @property
     def ndim(self):
-        return self.data.ndim
+        return self.array.ndim
 
     def dim(self):
-        return self.data.ndim
+        return self.array.ndim
 
     ndimension = dim
 
     def numel(self):
-        return int(self.data.size)
+        return int(self.array.size)
 
     nelement = numel
 
     def element_size(self):
-        return self.data.dtype.itemsize
+        return self.array.dtype.itemsize
 
     @property
     def itemsize(self):
-        return self.data.dtype.itemsize
+        return self.array.dtype.itemsize
 
     @property
     def nbytes(self):
-        return self.data.nbytes
+        return self.array.nbytes
 
     @property
     def is_leaf(self):
@@ -123,32 +147,32 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
 
     @property
     def is_cuda(self):
-        return B.is_cuda_array(self.data)
+        return B.is_cuda_array(self.array)
 
     @property
     def is_cpu(self):
-        return type(self.data) is _ndarray and not B.is_meta(self.data)
+        return type(self.array) is _ndarray and not B.is_meta(self.array)
 
     @property
     def is_meta(self):
         """True for a tensor on the ``meta`` device: a shape and dtype, no memory."""
-        return B.is_meta(self.data)
+        return B.is_meta(self.array)
 
     def is_floating_point(self):
-        return D.is_floating(self.data.dtype)
+        return D.is_floating(self.array.dtype)
 
     def is_complex(self):
-        return self.data.dtype.kind == "c"
+        return self.array.dtype.kind == "c"
 
     def stride(self, dim=None):
-        st = tuple(s // self.data.dtype.itemsize for s in self.data.strides)
-        return st if dim is None else st[_dim(dim, self.data.ndim)]
+        st = tuple(s // self.array.dtype.itemsize for s in self.array.strides)
+        return st if dim is None else st[_dim(dim, self.array.ndim)]
 
     def is_contiguous(self, memory_format=None):
-        return bool(self.data.flags.c_contiguous)
+        return bool(self.array.flags.c_contiguous)
 
     def data_ptr(self):
-        d = self.data
+        d = self.array
         return d.ctypes.data if type(d) is _ndarray else d.data.ptr
 
     def get_device(self):
@@ -166,7 +190,7 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
         if self.requires_grad and not force:
             raise RuntimeError(
                 "can't call numpy() on a tensor that requires grad: use tensor.detach().numpy()")
-        d = self.data
+        d = self.array
         if type(d) is _ndarray:
             return d
         if force:
@@ -176,7 +200,7 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
             "host memory first")
 
     def __array__(self, dtype=None, copy=None):
-        d = self.data
+        d = self.array
         if type(d) is not _ndarray:
             d = B.to_device(d, "cpu")
         if dtype is not None and d.dtype != dtype:
@@ -186,20 +210,20 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
         return d
 
     def __dlpack__(self, *args, **kwargs):
-        return self.data.__dlpack__(*args, **kwargs)
+        return self.array.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
-        return self.data.__dlpack_device__()
+        return self.array.__dlpack_device__()
 
     def item(self):
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise RuntimeError(
-                f"a Tensor with {self.data.size} elements cannot be converted to a Python scalar")
-        return self.data.reshape(()).item() if type(self.data) is _ndarray \
-            else self.data.reshape(()).get().item()
+                f"a Tensor with {self.array.size} elements cannot be converted to a Python scalar")
+        return self.array.reshape(()).item() if type(self.array) is _ndarray \
+            else self.array.reshape(()).get().item()
 
     def tolist(self):
-        d = self.data if type(self.data) is _ndarray else B.to_device(self.data, "cpu")
+        d = self.array if type(self.array) is _ndarray else B.to_device(self.array, "cpu")
         return d.tolist()
 
     def __float__(self):
@@ -209,42 +233,42 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
         return int(self.item())
 
     def __index__(self):
-        if self.data.dtype.kind not in "iub" or self.data.size != 1:
+        if self.array.dtype.kind not in "iub" or self.array.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
     def __bool__(self):
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise RuntimeError(
-                f"Boolean value of a Tensor with {self.data.size} elements is ambiguous")
+                f"Boolean value of a Tensor with {self.array.size} elements is ambiguous")
         return bool(self.item())
 
     def __complex__(self):
         return complex(self.item())
 
     def __len__(self):
-        if self.data.ndim == 0:
+        if self.array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self.array.shape[0]
 
     def __iter__(self):
-        if self.data.ndim == 0:
+        if self.array.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
     __hash__ = object.__hash__
 
     def __reduce_ex__(self, proto):
-        d = self.data if type(self.data) is _ndarray else B.to_device(self.data, "cpu")
+        d = self.array if type(self.array) is _ndarray else B.to_device(self.array, "cpu")
         return (_rebuild, (d, str(self.device), self.requires_grad))
 
     def __deepcopy__(self, memo):
         if not self.is_leaf:
             raise RuntimeError("only leaf tensors (created by the user) support deepcopy")
-        t = Tensor._make(self.data.copy())
+        t = Tensor._make(self.array.copy())
         t.requires_grad = self.requires_grad
         if self.grad is not None:
-            t.grad = Tensor._make(self.grad.data.copy())
+            t.grad = Tensor._make(self.grad.array.copy())
         memo[id(self)] = t
         return t
 
@@ -258,7 +282,7 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
             dev = B.device(device)
             if dev != self.device:
                 out = _ToDevice.apply(out, dev)
-        if dt is not None and dt != out.data.dtype:
+        if dt is not None and dt != out.array.dtype:
             out = out._cast(dt)
         if copy and out is self:
             out = self.clone()
@@ -331,7 +355,7 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
             raise RuntimeError(
                 "a leaf tensor that requires grad is being used in an in-place operation; wrap "
                 "the initialization in ember.no_grad()")
-        d = self.data
+        d = self.array
         if B.is_meta(d):  # nothing to fill: a meta tensor has no values
             self._bump()
             return self
@@ -350,7 +374,7 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
                                  generator)
 
     def bernoulli_(self, p=0.5, *, generator=None):
-        pv = p.data if isinstance(p, Tensor) else p
+        pv = p.array if isinstance(p, Tensor) else p
         return self._fill_random(lambda g, s, dt: (g.random(s, dtype=dt) < pv), generator)
 
     def exponential_(self, lambd=1.0, *, generator=None):
@@ -359,14 +383,14 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
 
     def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
         return self._fill_random(
-            lambda g, s, dt: B.namespace(self.data).exp(g.standard_normal(s, dtype=dt) * std + mean),
+            lambda g, s, dt: B.namespace(self.array).exp(g.standard_normal(s, dtype=dt) * std + mean),
             generator)
 
     def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
         import math
 
         return self._fill_random(
-            lambda g, s, dt: median + sigma * B.namespace(self.data).tan(
+            lambda g, s, dt: median + sigma * B.namespace(self.array).tan(
                 math.pi * (g.random(s, dtype=dt) - 0.5)), generator)
 
     def random_(self, from_=0, to=None, *, generator=None):
@@ -386,15 +410,15 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables; use .detach() to "
                 "get a tensor that does not require grad")
-        if requires_grad and not (D.is_floating(self.data.dtype) or self.data.dtype.kind == "c"):
+        if requires_grad and not (D.is_floating(self.array.dtype) or self.array.dtype.kind == "c"):
             raise RuntimeError(
                 f"only tensors of floating point or complex dtype can require gradients, got "
-                f"{D.name(self.data.dtype)}")
+                f"{D.name(self.array.dtype)}")
         self.requires_grad = bool(requires_grad)
         return self
 
     def detach(self):
-        t = Tensor._make(self.data)
+        t = Tensor._make(self.array)
         t._version = self._vc()
         return t
 
@@ -462,7 +486,7 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
         return format_tensor(self)
 
     def __format__(self, spec):
-        if self.data.ndim == 0 and spec:
+        if self.array.ndim == 0 and spec:
             return format(self.item(), spec)
         return repr(self)
 
@@ -515,9 +539,26 @@ class _ToDeviceBackward(G.Node):
 class _ToDevice:
     @staticmethod
     def apply(x, dev):
-        out = Tensor._make(B.to_device(x.data, dev))
+        out = Tensor._make(B.to_device(x.array, dev))
         if STATE.enabled and x.requires_grad:
             n = G.new_node(_ToDeviceBackward)
             n.src = x.device
             G.record(n, out, x)
         return out
+
+
+def _legacy_array(args, dtype, device):
+    """The array for ``Tensor(*sizes)`` / ``Tensor(data)`` under torch's legacy rules."""
+    from .factories import _to_array, zeros
+
+    dt = D.to_dtype(dtype) or D.get_default_dtype()
+    if len(args) == 1 and isinstance(args[0], (tuple, list)) and len(args[0]) == 0:
+        args = ()
+    if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+        if any(a < 0 for a in args):
+            raise ValueError(f"Tensor(*sizes): sizes must be non-negative, got {list(args)}")
+        return zeros(*(args or (0,)), dtype=dt, device=device).array
+    if len(args) != 1:
+        raise TypeError("Tensor() takes sizes as ints or one sequence, array or tensor of data, "
+                        f"got {len(args)} arguments of types {[type(a).__name__ for a in args]}")
+    return _to_array(args[0], dt, device, copy=False)

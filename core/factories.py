@@ -104,12 +104,12 @@ def _to_array(data, dtype=None, device=None, copy=True):
     dt = D.to_dtype(dtype)
     xp, dev = _xp(device)
     if isinstance(data, Tensor):
-        arr = data.data
+        arr = data.array
         if device is not None:
             arr = B.to_device(arr, dev)
         if dt is not None and arr.dtype != dt:
             arr = arr.astype(dt)
-        elif copy and arr is data.data:
+        elif copy and arr is data.array:
             arr = arr.copy()
         return arr
     if isinstance(data, _ndarray) or B.is_cuda_array(data) or isinstance(data, np.generic):
@@ -178,7 +178,7 @@ def _unwrap_seq(data):
             return [_unwrap_seq(x) for x in data]
         return data
     if isinstance(data, Tensor):
-        return data.data if type(data.data) is _ndarray else B.to_device(data.data, "cpu")
+        return data.array if type(data.array) is _ndarray else B.to_device(data.array, "cpu")
     return data
 
 
@@ -385,8 +385,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     Tensor = _T()
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
-        m = mean.data if isinstance(mean, Tensor) else mean
-        s = std.data if isinstance(std, Tensor) else std
+        m = mean.array if isinstance(mean, Tensor) else mean
+        s = std.array if isinstance(std, Tensor) else std
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
         g = _gen(generator, ref.device)
         z = g.standard_normal(shape, dtype=np.float64 if ref.dtype == D.float64 else np.float32)
@@ -395,8 +395,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         size = ()
     t = randn(*(size if isinstance(size, (tuple, list)) else (size,)), generator=generator,
               dtype=dtype, device=device)
-    t.data *= std
-    t.data += mean
+    t.array *= std
+    t.array += mean
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -422,7 +422,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
 
 def bernoulli(input, p=None, *, generator=None):
     """Samples 0/1 with probabilities ``input`` (or the scalar ``p``)."""
-    probs = input.data if p is None else p
+    probs = input.array if p is None else p
     g = _gen(generator, input.device)
     u = g.random(input.shape, dtype=np.float64 if input.dtype == D.float64 else np.float32)
     return _finish((u < probs).astype(input.dtype), False)
@@ -430,7 +430,7 @@ def bernoulli(input, p=None, *, generator=None):
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Indices sampled from the rows of ``input`` (unnormalized, non-negative weights)."""
-    p = np.asarray(B.to_device(input.data, "cpu"), dtype=np.float64)
+    p = np.asarray(B.to_device(input.array, "cpu"), dtype=np.float64)
     single = p.ndim == 1
     p2 = p.reshape(1, -1) if single else p
     g = _gen(generator, B.CPU)

@@ -39,7 +39,7 @@ _svd_old = namedtuple("svd", ["U", "S", "V"])
 # --------------------------------------------------------------------------- checks and helpers
 
 def _check_float(op, A):
-    dt = A.data.dtype
+    dt = A.array.dtype
     if dt.kind not in "fc":
         raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. "
                            f"Got {D.name(dt)}")
@@ -53,7 +53,7 @@ def _check_float(op, A):
 
 def _check_matrix(op, A, square=True):
     _check_float(op, A)
-    s = A.data.shape
+    s = A.array.shape
     if len(s) < 2:
         raise RuntimeError(f"linalg.{op}: The input tensor A must have at least 2 dimensions.")
     if square and s[-1] != s[-2]:
@@ -62,13 +62,13 @@ def _check_matrix(op, A, square=True):
 
 
 def _same(op, A, Bt):
-    if type(A.data) is not type(Bt.data):
+    if type(A.array) is not type(Bt.array):
         from .ops._util import device_error
 
-        raise device_error(f"linalg.{op}", A.data, Bt.data)
-    if A.data.dtype != Bt.data.dtype:
+        raise device_error(f"linalg.{op}", A.array, Bt.array)
+    if A.array.dtype != Bt.array.dtype:
         raise RuntimeError(f"linalg.{op}: Expected A and B to have the same dtype, but got "
-                           f"{D.name(A.data.dtype)} and {D.name(Bt.data.dtype)}")
+                           f"{D.name(A.array.dtype)} and {D.name(Bt.array.dtype)}")
 
 
 def _lapack(op, fn, *args, what="the input matrix is singular", **kw):
@@ -80,13 +80,13 @@ def _lapack(op, fn, *args, what="the input matrix is singular", **kw):
 
 
 def _eye(n, like, m=None):
-    xp = _bk.namespace(like.data)
-    return wrap(xp.eye(n, n if m is None else m, dtype=like.data.dtype))
+    xp = _bk.namespace(like.array)
+    return wrap(xp.eye(n, n if m is None else m, dtype=like.array.dtype))
 
 
 def _mat(v):
     """A batch of scalars (...,) -> (..., 1, 1), to scale a batch of matrices."""
-    return v.reshape(v.data.shape + (1, 1))
+    return v.reshape(v.array.shape + (1, 1))
 
 
 def _record_multi(n, outs, *inputs):
@@ -96,7 +96,7 @@ def _record_multi(n, outs, *inputs):
         o.grad_fn = n
         o.requires_grad = True
         o._out_nr = i
-    n.output_meta = tuple((o.data.shape, o.data.dtype, _bk.namespace(o.data)) for o in outs)
+    n.output_meta = tuple((o.array.shape, o.array.dtype, _bk.namespace(o.array)) for o in outs)
 
 
 def _needs(*ts):
@@ -124,7 +124,7 @@ class InvBackward(Node):
 def inv(A):
     """Inverse of square matrices (batched)."""
     _check_matrix("inv", A)
-    d = A.data
+    d = A.array
     xp = _bk.namespace(d)
     out = wrap(_lapack("inv", xp.linalg.inv, d,
                        what="the input matrix is singular, so it cannot be inverted"))
@@ -149,7 +149,7 @@ class SolveBackward(Node):
 
 def _solve(A, Bm):
     """A X = B for A (*, n, n), B (*, n, k) with broadcast batch dims."""
-    a, b = A.data, Bm.data
+    a, b = A.array, Bm.array
     xp = _bk.namespace(a)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     ab = a if a.shape[:-2] == batch else xp.broadcast_to(a, batch + a.shape[-2:])
@@ -176,21 +176,21 @@ def solve(A, B, *, left=True):
     _same("solve", A, B)
     if not left:
         return solve(A.mT, B.mT).mT
-    a, b = A.data, B.data
+    a, b = A.array, B.array
     vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
     Bm = B.unsqueeze(-1) if vector else B
     n = a.shape[-1]
-    if Bm.data.shape[-2] != n:
+    if Bm.array.shape[-2] != n:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"AX = B ({a.shape[-2]}x{n} and "
-                           f"{Bm.data.shape[-2]}x{Bm.data.shape[-1]})")
+                           f"{Bm.array.shape[-2]}x{Bm.array.shape[-1]})")
     try:
-        np.broadcast_shapes(a.shape[:-2], Bm.data.shape[:-2])
+        np.broadcast_shapes(a.shape[:-2], Bm.array.shape[:-2])
     except ValueError:
         raise RuntimeError(f"linalg.solve: the batch dimensions of A {list(a.shape)} and B "
                            f"{list(b.shape)} cannot be broadcast together") from None
     X = _solve(A, Bm)
-    return X.reshape(X.data.shape[:-1]) if vector else X
+    return X.reshape(X.array.shape[:-1]) if vector else X
 
 
 # --------------------------------------------------------------------------- det, slogdet
@@ -198,9 +198,9 @@ def solve(A, B, *, left=True):
 def _cofactor(A):
     """Cofactor matrix (``det(A) * inv(A).mT``, also for singular A) from an SVD."""
     u, s, vh = svd(A, full_matrices=False)
-    xp = _bk.namespace(A.data)
-    sign = wrap(xp.linalg.det(u.data) * xp.linalg.det(vh.data))
-    k = s.data.shape[-1]
+    xp = _bk.namespace(A.array)
+    sign = wrap(xp.linalg.det(u.array) * xp.linalg.det(vh.array))
+    k = s.array.shape[-1]
     eye = _eye(k, s)
     others = (s.unsqueeze(-2) * (1 - eye) + eye).prod(-1)  # prod_{j != i} s_j
     return _mat(sign) * matmul(u * others.unsqueeze(-2), vh)
@@ -211,7 +211,7 @@ class DetBackward(Node):
 
     def backward(self, g):
         A, det_ = self.unpack()
-        if bool((det_.data == 0).any()):
+        if bool((det_.array == 0).any()):
             return (_mat(g) * _cofactor(A),)
         return (_mat(g * det_) * inv(A).mT,)
 
@@ -219,7 +219,7 @@ class DetBackward(Node):
 def det(A):
     """Determinant of square matrices (batched)."""
     _check_matrix("det", A)
-    d = A.data
+    d = A.array
     xp = _bk.namespace(d)
     out = wrap(xp.asarray(xp.linalg.det(d)))
     if STATE.enabled and A.requires_grad:
@@ -244,7 +244,7 @@ class SlogdetBackward(_MultiNode):
 def slogdet(A):
     """``(sign, log|det A|)``, stable where det over/underflows."""
     _check_matrix("slogdet", A)
-    d = A.data
+    d = A.array
     xp = _bk.namespace(d)
     s, l_ = xp.linalg.slogdet(d)
     outs = (wrap(xp.asarray(s, dtype=d.dtype)), wrap(xp.asarray(l_, dtype=d.dtype)))
@@ -262,9 +262,9 @@ class CholeskyBackward(Node):
 
     def backward(self, g):
         (L,) = self.unpack()
-        k = L.data.shape[-1]
-        xp = _bk.namespace(L.data)
-        phi = wrap(xp.tril(xp.ones((k, k), L.data.dtype)) - 0.5 * xp.eye(k, dtype=L.data.dtype))
+        k = L.array.shape[-1]
+        xp = _bk.namespace(L.array)
+        phi = wrap(xp.tril(xp.ones((k, k), L.array.dtype)) - 0.5 * xp.eye(k, dtype=L.array.dtype))
         linv = inv(L)
         s = matmul(matmul(linv.mT, matmul(L.mT, g) * phi), linv)
         return ((s + s.mT) * 0.5,)
@@ -274,7 +274,7 @@ def cholesky(A, *, upper=False):
     """Cholesky factor of symmetric positive-definite matrices: ``A = L L^T`` (lower
     triangle of A read), or ``A = U^T U`` with ``upper=True``."""
     _check_matrix("cholesky", A)
-    d = A.data
+    d = A.array
     xp = _bk.namespace(d)
     out = wrap(_lapack("cholesky", xp.linalg.cholesky, d,
                        what="The factorization could not be completed because the input is "
@@ -290,9 +290,9 @@ def cholesky(A, *, upper=False):
 
 def _copyltu(M):
     """Symmetric matrix built from M's lower triangle."""
-    k = M.data.shape[-1]
-    xp = _bk.namespace(M.data)
-    low = wrap(xp.tril(xp.ones((k, k), M.data.dtype), -1))
+    k = M.array.shape[-1]
+    xp = _bk.namespace(M.array)
+    low = wrap(xp.tril(xp.ones((k, k), M.array.dtype), -1))
     lo = M * low
     return lo + lo.mT + _diag_embed(_diagonal(M))
 
@@ -318,7 +318,7 @@ class QrBackward(_MultiNode):
     def backward(self, grads):
         gQ, gR = grads
         Q, R = self.unpack()
-        m, n = Q.data.shape[-2], R.data.shape[-1]
+        m, n = Q.array.shape[-2], R.array.shape[-1]
         if self.mode == "complete" and m > n:
             raise RuntimeError("linalg.qr: the derivative is not defined for mode='complete' "
                                "when A has more rows than columns; use mode='reduced'")
@@ -326,7 +326,7 @@ class QrBackward(_MultiNode):
             return (_qr_square_backward(Q, R, gQ, gR),)
         # wide A = [X | Y]: X = Q U is square, V = Q^T Y
         e1 = _eye(n, R, m)
-        e2 = wrap(_bk.namespace(R.data).eye(n, dtype=R.data.dtype)[:, m:])
+        e2 = wrap(_bk.namespace(R.array).eye(n, dtype=R.array.dtype)[:, m:])
         U = matmul(R, e1)
         gU = matmul(gR, e1) if gR is not None else None
         gY = None
@@ -348,7 +348,7 @@ def qr(A, mode="reduced"):
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
-    d = A.data
+    d = A.array
     xp = _bk.namespace(d)
     if mode == "r":
         r = xp.linalg.qr(d, mode="r")
@@ -367,7 +367,7 @@ def qr(A, mode="reduced"):
 
 def _offdiag_inv(E):
     """1/E off the diagonal, 0 on it (E's diagonal is ignored)."""
-    k = E.data.shape[-1]
+    k = E.array.shape[-1]
     eye = _eye(k, E)
     return (1 - eye) / (E + eye)
 
@@ -395,7 +395,7 @@ def eigh(A, UPLO="L"):
     _check_matrix("eigh", A)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-    d = A.data
+    d = A.array
     xp = _bk.namespace(d)
     w, v = _lapack("eigh", xp.linalg.eigh, d, UPLO, what="the algorithm failed to converge")
     outs = (wrap(w), wrap(xp.ascontiguousarray(v)))
@@ -410,7 +410,7 @@ def eigvalsh(A, UPLO="L"):
     if _needs(A):
         return eigh(A, UPLO).eigenvalues
     _check_matrix("eigvalsh", A)
-    return wrap(_bk.namespace(A.data).linalg.eigvalsh(A.data, UPLO))
+    return wrap(_bk.namespace(A.array).linalg.eigvalsh(A.array, UPLO))
 
 
 # --------------------------------------------------------------------------- svd
@@ -422,8 +422,8 @@ class SvdBackward(_MultiNode):
     def backward(self, grads):
         gU, gS, gVh = grads
         U, S, Vh = self.unpack()
-        m, n = U.data.shape[-2], Vh.data.shape[-1]
-        k = S.data.shape[-1]
+        m, n = U.array.shape[-2], Vh.array.shape[-1]
+        k = S.array.shape[-1]
         if self.full and m != n and (gU is not None or gVh is not None):
             raise RuntimeError(
                 "linalg.svd: the gradient through U or Vh is not defined with "
@@ -460,7 +460,7 @@ def svd(A, full_matrices=True):
     """``A = U diag(S) Vh``, S descending. Gradients need distinct singular values (and,
     through U or Vh, non-zero ones when A is not square)."""
     _check_matrix("svd", A, square=False)
-    d = A.data
+    d = A.array
     xp = _bk.namespace(d)
     u, s, vh = _lapack("svd", xp.linalg.svd, d, full_matrices=full_matrices,
                        what="the algorithm failed to converge")
@@ -478,7 +478,7 @@ def svdvals(A):
     if _needs(A):
         return svd(A, full_matrices=False).S
     _check_matrix("svdvals", A, square=False)
-    d = A.data
+    d = A.array
     return wrap(_lapack("svdvals", _bk.namespace(d).linalg.svd, d, compute_uv=False,
                         what="the algorithm failed to converge"))
 
@@ -488,14 +488,14 @@ def svdvals(A):
 def _tols(A, atol, rtol, smax):
     """Cutoff ``max(atol, rtol * smax)`` with PyTorch's defaults (rtol = eps * max(m, n)
     unless a non-zero atol is given), as a (...,) tensor."""
-    m, n = A.data.shape[-2:]
+    m, n = A.array.shape[-2:]
     if rtol is None:
-        zero_atol = atol is None or (not hasattr(atol, "data") and atol == 0)
-        rtol = float(np.finfo(A.data.dtype).eps) * max(m, n) if zero_atol else 0.0
+        zero_atol = atol is None or (not hasattr(atol, "array") and atol == 0)
+        rtol = float(np.finfo(A.array.dtype).eps) * max(m, n) if zero_atol else 0.0
     rt = smax * rtol
     if atol is None:
         return rt
-    if hasattr(atol, "data"):
+    if hasattr(atol, "array"):
         return maximum(rt, atol.detach())
     return rt.clamp_min(float(atol))
 
@@ -513,11 +513,11 @@ def pinv(A, rcond=None, *, atol=None, rtol=None, hermitian=False):
         linv = keep.to(L.dtype) / where(keep, L, 1.0)
         return matmul(V * linv.unsqueeze(-2), V.mT)
     U, S, Vh = svd(A, full_matrices=False)
-    k = S.data.shape[-1]
+    k = S.array.shape[-1]
     if k == 0:
-        xp = _bk.namespace(A.data)
-        return wrap(xp.zeros(A.data.shape[:-2] + A.data.shape[-1:] + A.data.shape[-2:-1],
-                             A.data.dtype))
+        xp = _bk.namespace(A.array)
+        return wrap(xp.zeros(A.array.shape[:-2] + A.array.shape[-1:] + A.array.shape[-2:-1],
+                             A.array.dtype))
     cut = _tols(A, atol, rtol, S.detach().amax(-1)).unsqueeze(-1)
     keep = S > cut
     sinv = keep.to(S.dtype) / where(keep, S, 1.0)
@@ -532,8 +532,8 @@ def matrix_rank(A, tol=None, *, atol=None, rtol=None, hermitian=False):
     with no_grad():
         A = A.detach()
         s = eigvalsh(A).abs() if hermitian else svdvals(A)
-        if s.data.shape[-1] == 0:
-            return wrap(_bk.namespace(A.data).zeros(A.data.shape[:-2], np.int64))
+        if s.array.shape[-1] == 0:
+            return wrap(_bk.namespace(A.array).zeros(A.array.shape[:-2], np.int64))
         cut = _tols(A, atol, rtol, s.amax(-1)).unsqueeze(-1)
         return (s > cut).sum(-1)
 
@@ -551,18 +551,18 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if driver not in ("gelsy", "gelsd", "gelss", "gels"):
         raise RuntimeError(f"linalg.lstsq: parameter `driver` should be one of "
                            f"(gels, gelsy, gelsd, gelss), got {driver!r}")
-    m, n = A.data.shape[-2:]
-    vector = B.data.ndim == A.data.ndim - 1
+    m, n = A.array.shape[-2:]
+    vector = B.array.ndim == A.array.ndim - 1
     Bm = B.unsqueeze(-1) if vector else B
-    if Bm.data.ndim < 2 or Bm.data.shape[-2] != m:
+    if Bm.array.ndim < 2 or Bm.array.shape[-2] != m:
         raise RuntimeError(f"linalg.lstsq: input.size(-2) should match other.size(-2), "
-                           f"got A of shape {list(A.data.shape)} and B of shape "
-                           f"{list(B.data.shape)}")
-    eps = float(np.finfo(A.data.dtype).eps)
+                           f"got A of shape {list(A.array.shape)} and B of shape "
+                           f"{list(B.array.shape)}")
+    eps = float(np.finfo(A.array.dtype).eps)
     rtol = eps * max(m, n) if rcond is None or rcond < 0 else rcond
     X = matmul(pinv(A, rtol=rtol), Bm)
-    xp = _bk.namespace(A.data)
-    empty = wrap(xp.empty((0,), A.data.dtype))
+    xp = _bk.namespace(A.array)
+    empty = wrap(xp.empty((0,), A.array.dtype))
     rank = wrap(xp.empty((0,), np.int64))
     sv = empty
     if driver != "gels":
@@ -573,11 +573,11 @@ def lstsq(A, B, rcond=None, *, driver=None):
     res = empty
     if driver != "gelsy" and m > n:
         r_ = rank if driver != "gels" else matrix_rank(A, rtol=rtol)
-        if bool((r_.data == n).all()):
+        if bool((r_.array == n).all()):
             r = matmul(A, X) - Bm
             res = (r * r).sum(-2)
     if vector:
-        X = X.reshape(X.data.shape[:-1])
+        X = X.reshape(X.array.shape[:-1])
     return lstsq_result(X, res, rank, sv)
 
 
@@ -585,7 +585,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 def matrix_power(A, n):
     """``A @ A @ ... @ A`` (n times); n = 0 gives the identity, n < 0 powers of ``inv(A)``."""
-    s = A.data.shape
+    s = A.array.shape
     if len(s) < 2:
         raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 "
                            "dimensions.")
@@ -596,8 +596,8 @@ def matrix_power(A, n):
         raise TypeError(f"linalg.matrix_power: n must be an int, got {type(n).__name__}")
     n = int(n)
     if n == 0:
-        xp = _bk.namespace(A.data)
-        return wrap(xp.ascontiguousarray(xp.broadcast_to(xp.eye(s[-1], dtype=A.data.dtype), s)))
+        xp = _bk.namespace(A.array)
+        return wrap(xp.ascontiguousarray(xp.broadcast_to(xp.eye(s[-1], dtype=A.array.dtype), s)))
     if n < 0:
         A = inv(A)
         n = -n
@@ -619,30 +619,30 @@ def multi_dot(tensors):
     if len(ts) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
     for i, t in enumerate(ts):
-        nd = t.data.ndim
+        nd = t.array.ndim
         ok = nd == 2 or (nd == 1 and i in (0, len(ts) - 1))
         if not ok:
             where_ = "the first and last tensors must be 1D or 2D" if i in (0, len(ts) - 1) \
                 else f"tensor {i} must be 2D"
             raise RuntimeError(f"multi_dot(): {where_} but got {nd}D")
-        if t.data.dtype != ts[0].data.dtype:
+        if t.array.dtype != ts[0].array.dtype:
             raise RuntimeError(f"multi_dot(): all tensors must have the same dtype, got "
-                               f"{D.name(ts[0].data.dtype)} and {D.name(t.data.dtype)}")
-    first_vec, last_vec = ts[0].data.ndim == 1, ts[-1].data.ndim == 1
+                               f"{D.name(ts[0].array.dtype)} and {D.name(t.array.dtype)}")
+    first_vec, last_vec = ts[0].array.ndim == 1, ts[-1].array.ndim == 1
     if first_vec:
         ts[0] = ts[0].unsqueeze(0)
     if last_vec:
         ts[-1] = ts[-1].unsqueeze(-1)
     for i in range(len(ts) - 1):
-        if ts[i].data.shape[1] != ts[i + 1].data.shape[0]:
+        if ts[i].array.shape[1] != ts[i + 1].array.shape[0]:
             raise RuntimeError(
                 f"multi_dot(): tensors {i} and {i + 1} with shapes "
                 f"{list(tensors[i].shape)} and {list(tensors[i + 1].shape)} cannot be "
                 "multiplied")
     out = _chain(ts)
-    shape = out.data.shape
+    shape = out.array.shape
     shape = (() if first_vec else shape[:1]) + (() if last_vec else shape[1:])
-    return out.reshape(shape) if shape != out.data.shape else out
+    return out.reshape(shape) if shape != out.array.shape else out
 
 
 def _chain(ts):
@@ -650,7 +650,7 @@ def _chain(ts):
     k = len(ts)
     if k <= 2:
         return matmul(ts[0], ts[1]) if k == 2 else ts[0]
-    dims = [t.data.shape[0] for t in ts] + [ts[-1].data.shape[1]]
+    dims = [t.array.shape[0] for t in ts] + [ts[-1].array.shape[1]]
     cost = [[0] * k for _ in range(k)]
     split = [[0] * k for _ in range(k)]
     for length in range(1, k):
@@ -687,13 +687,13 @@ class VectorNormBackward(Node):
 
     def backward(self, g):
         x, nrm = self.unpack()
-        shape = x.data.shape
+        shape = x.array.shape
         if not self.keepdim:
             ks = tuple(1 if i in self.dims else s for i, s in enumerate(shape))
             g, nrm = g.reshape(ks), nrm.reshape(ks)
         p = self.ord
         if p == 0:
-            return (wrap(_bk.namespace(x.data).zeros(shape, x.data.dtype)),)
+            return (wrap(_bk.namespace(x.array).zeros(shape, x.array.dtype)),)
         if p == 1:
             return (x.sign() * g,)
         if p == 2:
@@ -707,7 +707,7 @@ class VectorNormBackward(Node):
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """``(sum |x|^ord)^(1/ord)`` over ``dim`` (all dims by default); ord may be inf, -inf, 0."""
-    dt = x.data.dtype
+    dt = x.array.dtype
     if dt.kind not in "fc":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {D.name(dt)}")
@@ -716,7 +716,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
     p = float(ord)
-    d = x.data
+    d = x.array
     xp = _bk.namespace(d)
     dims = norm_dims(dim, d.ndim) if not (isinstance(dim, (tuple, list)) and not dim) else \
         tuple(range(d.ndim))
@@ -750,13 +750,13 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """Matrix norms over the two dims ``dim``: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2."""
-    if A.data.ndim < 2:
+    if A.array.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
     _check_float("matrix_norm", A)
     if dtype is not None:
         A = A.to(dtype)
-    nd = A.data.ndim
+    nd = A.array.ndim
     if len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {tuple(dim)}")
     d0, d1 = norm_dim(dim[0], nd), norm_dim(dim[1], nd)
@@ -764,11 +764,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
-    shape = A.data.shape
+    shape = A.array.shape
     kept = tuple(1 if i in (d0, d1) else s for i, s in enumerate(shape))
     final = kept if keepdim else tuple(s for i, s in enumerate(shape) if i not in (d0, d1))
     if ord in (1, _INF, 2) and (shape[d0] == 0 or shape[d1] == 0):
-        return wrap(_bk.namespace(A.data).zeros(final, A.data.dtype))  # a max over nothing: 0
+        return wrap(_bk.namespace(A.array).zeros(final, A.array.dtype))  # a max over nothing: 0
     if ord in ("nuc", 2, -2):
         rest = [i for i in range(nd) if i not in (d0, d1)]
         s = svdvals(A.permute(rest + [d0, d1]))
@@ -795,7 +795,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
                            f"Got {list(dims)}")
     if ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype)
-    nd = A.data.ndim
+    nd = A.array.ndim
     if nd == 1:
         return vector_norm(A, ord, None, keepdim, dtype=dtype)
     if nd == 2:

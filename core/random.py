@@ -50,7 +50,7 @@ class Generator:
         return tensor(np.array(words, dtype=np.uint32).view(np.uint8))
 
     def set_state(self, state):
-        arr = np.asarray(state.data if hasattr(state, "data") else state, dtype=np.uint8)
+        arr = np.asarray(state.array if hasattr(state, "array") else state, dtype=np.uint8)
         words = arr.view(np.uint32).astype(object)
 
         def join(i):

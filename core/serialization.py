@@ -158,7 +158,7 @@ class _Encoder:
                 return float(x)
             return {"@": "float", "v": repr(float(x))}
         if isinstance(x, Tensor):
-            node = self._add(path, x.data)
+            node = self._add(path, x.array)
             node["@"] = "tensor"
             if x.requires_grad:
                 node["rg"] = True

@@ -140,7 +140,7 @@ class RowSparseGrad:
                                  f"dense one of shape {tuple(other.shape)}")
             if other.requires_grad:
                 return other + self.to_dense()
-            return Tensor._make(self.add_to_(other.data.copy()))
+            return Tensor._make(self.add_to_(other.array.copy()))
         return NotImplemented
 
     __radd__ = __add__

@@ -70,7 +70,7 @@ def _np_alloc(shape, dtype):
 def _as_array(x):
     from ember import Tensor
 
-    return x.data if isinstance(x, Tensor) else x
+    return x.array if isinstance(x, Tensor) else x
 
 
 def _stack(arrays, alloc, ragged):

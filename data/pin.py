@@ -32,7 +32,7 @@ def pin(tree):
                           "ordinary memory", RuntimeWarning, stacklevel=3)
         return tree
     if isinstance(tree, Tensor):
-        return Tensor._make(_pin_array(tree.data)) if isinstance(tree.data, np.ndarray) else tree
+        return Tensor._make(_pin_array(tree.array)) if isinstance(tree.array, np.ndarray) else tree
     if isinstance(tree, np.ndarray):
         return _pin_array(tree)
     if isinstance(tree, dict):

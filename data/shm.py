@@ -155,8 +155,8 @@ class Arena:
     def _pack(self, x):
         from ember import Tensor
 
-        if isinstance(x, Tensor) and isinstance(x.data, np.ndarray):
-            return _TensorLeaf(self._pack(x.data))
+        if isinstance(x, Tensor) and isinstance(x.array, np.ndarray):
+            return _TensorLeaf(self._pack(x.array))
         if isinstance(x, np.ndarray):
             own = self.owned.get(id(x))
             if own is not None and own[0] is x:

@@ -34,7 +34,7 @@ def _boxes(b, name="boxes"):
 
 
 def _host(t):
-    a = t.detach().data
+    a = t.detach().array
     return np.asarray(a.get() if hasattr(a, "get") else a)
 
 
@@ -228,9 +228,9 @@ def roi_align(input, boxes, output_size, spatial_scale: float = 1.0, sampling_ra
     idx = np.stack(idx, -1).transpose(0, 1, 3, 2, 4, 5).reshape(K * ph * pw, -1)
     wts = np.stack(wts, -1).transpose(0, 1, 3, 2, 4, 5).reshape(K * ph * pw, -1)
     flat = input.permute(0, 2, 3, 1).reshape(N * H * W, C)
-    xp = ember._backend.namespace(input.data)
+    xp = ember._backend.namespace(input.array)
     gathered = flat[Tensor._make(xp.asarray(idx.reshape(-1)))].reshape(K * ph * pw, -1, C)
-    wt = Tensor._make(xp.asarray(wts.astype(input.data.dtype)))
+    wt = Tensor._make(xp.asarray(wts.astype(input.array.dtype)))
     out = (gathered * wt.unsqueeze(-1)).sum(dim=1)          # (K*ph*pw, C)
     return out.reshape(K, ph, pw, C).permute(0, 3, 1, 2)
 
@@ -270,9 +270,9 @@ def roi_pool(input, boxes, output_size, spatial_scale: float = 1.0) -> Tensor:
                 hh, ww = h0 + a // (w1 - w0), w0 + a % (w1 - w0)
                 lin[k, :, i, j] = ((n * C + np.arange(C)) * H + hh) * W + ww
                 valid[k, 0, i, j] = True
-    xp = ember._backend.namespace(input.data)
+    xp = ember._backend.namespace(input.array)
     out = input.reshape(-1)[Tensor._make(xp.asarray(lin.reshape(-1)))].reshape(K, C, ph, pw)
-    return out * Tensor._make(xp.asarray(valid.astype(input.data.dtype)))
+    return out * Tensor._make(xp.asarray(valid.astype(input.array.dtype)))
 
 
 class RoIAlign(nn.Module):

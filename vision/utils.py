@@ -21,7 +21,7 @@ __all__ = ["make_grid", "save_image", "draw_bounding_boxes", "draw_segmentation_
 
 def _host(t, name):
     if isinstance(t, Tensor):
-        a = t.detach().data
+        a = t.detach().array
         return np.asarray(a.get() if hasattr(a, "get") else a)
     if isinstance(t, (list, tuple)) and t and isinstance(t[0], Tensor):
         return np.stack([_host(x, name) for x in t])

@@ -27,14 +27,14 @@ def _make_grads(outputs, grads):
     for i, t in enumerate(outputs):
         g = grads[i] if grads is not None and i < len(grads) else None
         if g is None:
-            if t.data.size != 1:
+            if t.array.size != 1:
                 raise RuntimeError(
                     f"grad can be implicitly created only for scalar outputs, but output {i} has "
                     f"shape {list(t.shape)}: pass a gradient of that shape")
-            g = Tensor._make(B.namespace(t.data).ones(t.data.shape, t.data.dtype))
+            g = Tensor._make(B.namespace(t.array).ones(t.array.shape, t.array.dtype))
         elif not isinstance(g, Tensor):
             g = Tensor._make(xp_asarray_like(g, t))
-        if g.data.shape != t.data.shape:
+        if g.array.shape != t.array.shape:
             raise RuntimeError(
                 f"mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
                 f"output[{i}] has a shape of {list(t.shape)}")
@@ -45,7 +45,7 @@ def _make_grads(outputs, grads):
 def xp_asarray_like(value, like):
     from .. import _backend as B
 
-    return B.namespace(like.data).asarray(value, dtype=like.data.dtype)
+    return B.namespace(like.array).asarray(value, dtype=like.array.dtype)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
@@ -90,7 +90,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         from .._tensor import Tensor
         from .. import _backend as B
 
-        res = tuple(g if g is not None else Tensor._make(B.namespace(t.data).zeros_like(t.data))
+        res = tuple(g if g is not None else Tensor._make(B.namespace(t.array).zeros_like(t.array))
                     for g, t in zip(res, inputs))
     return res
 

@@ -127,7 +127,7 @@ class Function:
         ctx.next = tuple(_edge(a) if isinstance(a, Tensor) else None for a in args)
         ctx._in_shapes = tuple(tuple(a.shape) if isinstance(a, Tensor) else None for a in args)
         ctx.n_out = len(outs)
-        ctx.output_meta = tuple((o.data.shape, o.data.dtype, B.namespace(o.data))
+        ctx.output_meta = tuple((o.array.shape, o.array.dtype, B.namespace(o.array))
                                 if isinstance(o, Tensor) else ((), None, None) for o in outs)
         input_ids = {id(a) for a in args if isinstance(a, Tensor)}
         new_outs = []
@@ -139,7 +139,7 @@ class Function:
                 new_outs.append(o)
                 continue
             if id(o) in input_ids and id(o) not in ctx.dirty:
-                o2 = Tensor._make(o.data)  # an input returned as is becomes a new tensor
+                o2 = Tensor._make(o.array)  # an input returned as is becomes a new tensor
                 o2._version = o._vc()
                 o = o2
             if id(o) in ctx.dirty:
@@ -206,7 +206,7 @@ def once_differentiable(backward):
         out = []
         for r in ((res,) if single else res):
             if isinstance(r, Tensor):
-                r = Tensor._make(r.data)
+                r = Tensor._make(r.array)
                 n = new_node(_OnceDifferentiableBackward)
                 n.fn_name = getattr(ctx, "name", lambda: "function")()
                 record(n, r, *deps)

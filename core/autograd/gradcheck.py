@@ -24,16 +24,16 @@ def _numerical_jacobian(fn, inputs, targets, eps):
 
     with no_grad():
         outs0 = _flat_outputs(fn(*inputs))
-        jac = [[np.zeros((o.data.size, t.data.size)) for t in targets] for o in outs0]
+        jac = [[np.zeros((o.array.size, t.array.size)) for t in targets] for o in outs0]
         for j, t in enumerate(targets):
-            arr = t.data
+            arr = t.array
             for i, idx in enumerate(np.ndindex(arr.shape)):
                 orig = arr[idx].item()
                 arr[idx] = orig + eps
-                plus = [np.array(o.data, dtype=np.float64).reshape(-1)
+                plus = [np.array(o.array, dtype=np.float64).reshape(-1)
                         for o in _flat_outputs(fn(*inputs))]
                 arr[idx] = orig - eps
-                minus = [np.array(o.data, dtype=np.float64).reshape(-1)
+                minus = [np.array(o.array, dtype=np.float64).reshape(-1)
                          for o in _flat_outputs(fn(*inputs))]
                 arr[idx] = orig
                 for k in range(len(outs0)):
@@ -46,18 +46,18 @@ def _analytical_jacobian(fn, inputs, targets):
     from . import grad as autograd_grad
 
     outs = _flat_outputs(fn(*inputs))
-    jac = [[np.zeros((o.data.size, t.data.size)) for t in targets] for o in outs]
+    jac = [[np.zeros((o.array.size, t.array.size)) for t in targets] for o in outs]
     for k, o in enumerate(outs):
         if not o.requires_grad:
             continue
-        for r in range(o.data.size):
-            g = np.zeros(o.data.size, dtype=o.data.dtype)
+        for r in range(o.array.size):
+            g = np.zeros(o.array.size, dtype=o.array.dtype)
             g[r] = 1
-            grads = autograd_grad([o], targets, [Tensor._make(g.reshape(o.data.shape))],
+            grads = autograd_grad([o], targets, [Tensor._make(g.reshape(o.array.shape))],
                                   retain_graph=True, allow_unused=True)
             for j, gj in enumerate(grads):
                 if gj is not None:
-                    jac[k][j][r, :] = np.asarray(gj.data, dtype=np.float64).reshape(-1)
+                    jac[k][j][r, :] = np.asarray(gj.array, dtype=np.float64).reshape(-1)
     return jac
 
 
@@ -109,7 +109,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
     outs = _flat_outputs(fn(*inputs))
     if grad_outputs is None:
         rng = np.random.default_rng(seed)
-        grad_outputs = [Tensor._make(rng.standard_normal(o.data.shape).astype(o.data.dtype))
+        grad_outputs = [Tensor._make(rng.standard_normal(o.array.shape).astype(o.array.dtype))
                         .requires_grad_(True) for o in outs if o.requires_grad]
     n_in = len(inputs)
 

@@ -121,16 +121,16 @@ class _SavedOutput:
     """An op's own output saved for its backward: holds the array, not the Tensor, so the
     graph has no reference cycle; unpacking re-links a Tensor to the node."""
 
-    __slots__ = ("data", "version", "counter", "out_nr")
+    __slots__ = ("array", "version", "counter", "out_nr")
 
     def unpack(self, node):
         if self.counter[0] != self.version:
             raise RuntimeError(
                 f"one of the tensors needed for gradient computation has been modified by an "
                 f"in-place operation: the output of {node.name()} (shape "
-                f"{list(self.data.shape)}) is at version {self.counter[0]}, expected version "
+                f"{list(self.array.shape)}) is at version {self.counter[0]}, expected version "
                 f"{self.version}. Use an out-of-place op (or .clone()) before modifying it.")
-        t = Tensor._make(self.data)
+        t = Tensor._make(self.array)
         t.grad_fn = node
         t.requires_grad = True
         t._out_nr = self.out_nr
@@ -141,7 +141,7 @@ class _SavedOutput:
 def saved_output(t):
     """Token for saving the op's own output ``t`` (see ``Node.save``)."""
     s = _SavedOutput()
-    s.data = t.data
+    s.array = t.array
     c = t._version
     if c is None:
         c = t._version = [0]
@@ -234,11 +234,11 @@ def _check_anomaly(node, grads):
     for i, g in enumerate(grads):
         if g is None:
             continue
-        xp = namespace(g.data)
-        if g.data.dtype.kind in "fc" and not bool(xp.isfinite(g.data).all()):
+        xp = namespace(g.array)
+        if g.array.dtype.kind in "fc" and not bool(xp.isfinite(g.array).all()):
             trace = (node._extra or {}).get("trace", "")
             where = f"\nThe forward call that created it:\n{trace}" if trace else ""
-            bad = "nan" if bool(xp.isnan(g.data).any()) else "inf"
+            bad = "nan" if bool(xp.isnan(g.array).any()) else "inf"
             raise RuntimeError(
                 f"Function '{node.name()}' returned {bad} values in its {i}th output.{where}")
 
@@ -294,34 +294,34 @@ def _accumulate_leaf(leaf, g, handed, create_graph):
             if r is not None:
                 g = r
     if g.is_sparse or (leaf.grad is not None and leaf.grad.is_sparse):
-        if tuple(g.shape) != tuple(leaf.data.shape):
+        if tuple(g.shape) != tuple(leaf.array.shape):
             raise RuntimeError(
-                f"gradient computed for a leaf of shape {list(leaf.data.shape)} has shape "
+                f"gradient computed for a leaf of shape {list(leaf.array.shape)} has shape "
                 f"{list(g.shape)} (a backward formula returned a wrongly shaped gradient)")
         leaf.grad = _sum_grads(leaf.grad, g)
         if hooks is not None:
             for fn in list(hooks.get("post", ())):
                 fn(leaf)
         return
-    if g.data.shape != leaf.data.shape:
+    if g.array.shape != leaf.array.shape:
         raise RuntimeError(
-            f"gradient computed for a leaf of shape {list(leaf.data.shape)} has shape "
-            f"{list(g.data.shape)} (a backward formula returned a wrongly shaped gradient)")
+            f"gradient computed for a leaf of shape {list(leaf.array.shape)} has shape "
+            f"{list(g.array.shape)} (a backward formula returned a wrongly shaped gradient)")
     old = leaf.grad
     if old is None:
         if not create_graph:
-            d = g.data
+            d = g.array
             b = d.base
             r = id(d if b is None else b)
             if r in handed or g.requires_grad:
-                g = Tensor._make(g.data.copy())
+                g = Tensor._make(g.array.copy())
             else:
                 handed.add(r)
         leaf.grad = g
     elif create_graph or old.requires_grad:
         leaf.grad = old + g
     else:
-        od, gd = old.data, g.data
+        od, gd = old.array, g.array
         if od.flags.writeable and od.base is None and type(od) is type(gd) and \
                 od.dtype == gd.dtype and od.shape == gd.shape:
             od += gd  # in place, as torch accumulates: .grad keeps its identity and memory
@@ -386,7 +386,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
 def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
     handed = set()
     for g in root_grads:
-        handed.add(id(_root(g.data)))
+        handed.add(id(_root(g.array)))
 
     # targets for autograd.grad: leaf tensors by id, non-leaf by (node, nr)
     capture = None
@@ -552,7 +552,7 @@ def retain_grad_hook(tensor):
         t = ref()
         if t is not None:
             # a copy: the same array may flow on to a leaf whose .grad accumulates in place
-            g = grad if STATE.enabled else Tensor._make(grad.data.copy())
+            g = grad if STATE.enabled else Tensor._make(grad.array.copy())
             t.grad = g if t.grad is None else t.grad + g
         return None
     return hook

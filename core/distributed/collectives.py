@@ -71,8 +71,8 @@ def _run(g, reqs, finish, async_op, status=None):
 def _data(t, name, g):
     if not isinstance(t, Tensor):
         raise TypeError(f"{name} must be an ember Tensor, got {type(t).__name__}")
-    g.impl.check(t.data, name)
-    return t.data
+    g.impl.check(t.array, name)
+    return t.array
 
 
 def _reduce_dtype(impl, dtype):
@@ -143,9 +143,9 @@ def broadcast(tensor, src=0, group=None, async_op=False):
 
 
 def _same(t, ref, name):
-    if tuple(t.shape) != tuple(ref.shape) or t.data.dtype != ref.data.dtype:
-        raise ValueError(f"{name}: expected shape {list(ref.shape)} and dtype {ref.data.dtype}, "
-                         f"got shape {list(t.shape)} and dtype {t.data.dtype}")
+    if tuple(t.shape) != tuple(ref.shape) or t.array.dtype != ref.array.dtype:
+        raise ValueError(f"{name}: expected shape {list(ref.shape)} and dtype {ref.array.dtype}, "
+                         f"got shape {list(t.shape)} and dtype {t.array.dtype}")
 
 
 def _check_list(lst, n, ref, name):
@@ -158,7 +158,7 @@ def _check_list(lst, n, ref, name):
 
 def _into_list(lst, stacked):
     for i, t in enumerate(lst):
-        t.data[...] = stacked[i]
+        t.array[...] = stacked[i]
         t._bump()
 
 
@@ -174,9 +174,9 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
 
 def _flat_out(out, n, inp, name):
-    if out.numel() != n * inp.numel() or out.data.dtype != inp.data.dtype:
-        raise ValueError(f"{name}: expected {n} x {inp.numel()} elements of {inp.data.dtype}, "
-                         f"got {out.numel()} of {out.data.dtype}")
+    if out.numel() != n * inp.numel() or out.array.dtype != inp.array.dtype:
+        raise ValueError(f"{name}: expected {n} x {inp.numel()} elements of {inp.array.dtype}, "
+                         f"got {out.numel()} of {out.array.dtype}")
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -214,7 +214,7 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     send = None
     if g.rank == root:
         _check_list(scatter_list, g.size, tensor, "scatter: scatter_list")
-        send = B.namespace(buf).stack([t.data for t in scatter_list])
+        send = B.namespace(buf).stack([t.array for t in scatter_list])
     return _run(g, g.impl.scatter(send, buf, root), back, async_op)
 
 
@@ -223,7 +223,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     g, op = group_or_world(group), as_op(op)
     _check_list(input_list, g.size, output, "reduce_scatter: input_list")
     buf, back = _work_buf(output, "reduce_scatter: output", g, op)
-    send = B.namespace(buf).stack([t.data for t in input_list]).astype(buf.dtype, copy=False)
+    send = B.namespace(buf).stack([t.array for t in input_list]).astype(buf.dtype, copy=False)
     reqs = g.impl.reduce_scatter(send, buf, op)
 
     def finish():
@@ -293,11 +293,11 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
             raise ValueError(f"all_to_all: {nm} must hold {n} tensors, got {len(lst)}")
         for t in lst:
             _data(t, f"all_to_all: {nm}", g)
-    dt = input_tensor_list[0].data.dtype
-    if any(t.data.dtype != dt for t in list(input_tensor_list) + list(output_tensor_list)):
+    dt = input_tensor_list[0].array.dtype
+    if any(t.array.dtype != dt for t in list(input_tensor_list) + list(output_tensor_list)):
         raise ValueError("all_to_all: all tensors must share one dtype")
-    xp = B.namespace(input_tensor_list[0].data)
-    send = xp.concatenate([t.data.reshape(-1) for t in input_tensor_list])
+    xp = B.namespace(input_tensor_list[0].array)
+    send = xp.concatenate([t.array.reshape(-1) for t in input_tensor_list])
     rc = [t.numel() for t in output_tensor_list]
     recv = xp.empty(sum(rc), dt)
     reqs = g.impl.alltoallv(send, [t.numel() for t in input_tensor_list], recv, rc)
@@ -305,7 +305,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     def finish():
         off = 0
         for t, c in zip(output_tensor_list, rc):
-            t.data[...] = recv[off:off + c].reshape(t.data.shape)
+            t.array[...] = recv[off:off + c].reshape(t.array.shape)
             t._bump()
             off += c
     return _run(g, reqs, finish, async_op)

@@ -52,17 +52,17 @@ class Recurrence(Function):
     def forward(ctx, mode, x_proj, h0, c0, w_hh, b_hh, w_hr, batch_sizes, reverse):
         from .._tensor import Tensor
 
-        X, h = x_proj.data, h0.data.copy()
+        X, h = x_proj.array, h0.array.copy()
         xp = B.namespace(X)
         L, N, _ = X.shape
-        Whh = w_hh.data
-        bhh = None if b_hh is None else b_hh.data
-        Whr = None if w_hr is None else w_hr.data
+        Whh = w_hh.array
+        bhh = None if b_hh is None else b_hh.array
+        Whr = None if w_hr is None else w_hr.array
         P = h.shape[1]
         out = xp.zeros((L, N, P), X.dtype)
         hprev = xp.zeros((L, N, P), X.dtype)  # h entering each step (for dW_hh)
         cache = []
-        c = c0.data.copy() if mode == "LSTM" else None
+        c = c0.array.copy() if mode == "LSTM" else None
         for t in _order(L, reverse):
             n = _active(batch_sizes, t, N)
             if n == 0:
@@ -116,18 +116,18 @@ class Recurrence(Function):
         from .._tensor import Tensor
 
         mode, bs, reverse = ctx.mode, ctx.batch_sizes, ctx.reverse
-        G = g_out.data
+        G = g_out.array
         xp = B.namespace(G)
         L, N, P = G.shape
-        Whh = w_hh.data
-        Whr = None if w_hr is None else w_hr.data
-        dh = g_hn.data.copy()
-        dc = g_cn.data.copy() if mode == "LSTM" else None
-        dX = xp.zeros(x_proj.data.shape, G.dtype)
+        Whh = w_hh.array
+        Whr = None if w_hr is None else w_hr.array
+        dh = g_hn.array.copy()
+        dc = g_cn.array.copy() if mode == "LSTM" else None
+        dX = xp.zeros(x_proj.array.shape, G.dtype)
         dHP = dX if mode != "GRU" else xp.zeros_like(dX)  # grads of h @ W_hh.T + b_hh
         dM = None
         if Whr is not None:
-            H = c0.data.shape[1]
+            H = c0.array.shape[1]
             dM_h, Ms = xp.zeros((L, N, P), G.dtype), xp.zeros((L, N, H), G.dtype)
         steps = list(_order(L, reverse))
         for k in range(L - 1, -1, -1):

@@ -67,7 +67,7 @@ def _fan(tensor, mode):
 
 def _fill(tensor, values):
     """Write ``values`` (an array) into ``tensor`` in place, outside autograd."""
-    d = tensor.data
+    d = tensor.array
     if not B.is_meta(d):
         B.namespace(d).copyto(d, values, casting="unsafe")
     tensor._bump()
@@ -75,7 +75,7 @@ def _fill(tensor, values):
 
 
 def _work_dtype(tensor):
-    dt = tensor.data.dtype
+    dt = tensor.array.dtype
     return dt if dt in (np.float32, np.float64) else np.dtype(np.float32)
 
 
@@ -97,7 +97,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
-    d = tensor.data
+    d = tensor.array
     xp = B.namespace(d)
     rng = _gen(generator, tensor.device)
     v = rng.standard_normal(d.shape, dtype=np.float64) * std + mean
@@ -129,8 +129,8 @@ def eye_(tensor):
     if tensor.ndim != 2:
         raise ValueError(f"Only tensors with 2 dimensions are supported, got shape "
                          f"{list(tensor.shape)}")
-    xp = B.namespace(tensor.data)
-    return _fill(tensor, xp.eye(*tensor.shape, dtype=tensor.data.dtype))
+    xp = B.namespace(tensor.array)
+    return _fill(tensor, xp.eye(*tensor.shape, dtype=tensor.array.dtype))
 
 
 def dirac_(tensor, groups=1):
@@ -146,8 +146,8 @@ def dirac_(tensor, groups=1):
         raise ValueError(f"dim 0 ({out_ch}) must be divisible by groups ({groups})")
     per = out_ch // groups
     n = min(per, tensor.shape[1])
-    xp = B.namespace(tensor.data)
-    z = xp.zeros(tensor.shape, tensor.data.dtype)
+    xp = B.namespace(tensor.array)
+    z = xp.zeros(tensor.shape, tensor.array.dtype)
     centre = tuple(s // 2 for s in tensor.shape[2:])
     for g in range(groups):
         for i in range(n):
@@ -196,7 +196,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     rng = _gen(generator, tensor.device)
-    xp = B.namespace(tensor.data)
+    xp = B.namespace(tensor.array)
     flat = rng.standard_normal((rows, cols), dtype=np.float64)
     if rows < cols:
         flat = flat.T

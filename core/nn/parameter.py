@@ -36,13 +36,13 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce_ex__(self, proto):
-        d = self.detach().cpu().data
+        d = self.detach().cpu().array
         return (_rebuild_parameter, (d, str(self.device), self.requires_grad))
 
     def __deepcopy__(self, memo):
-        p = Parameter(Tensor._make(self.data.copy()), self.requires_grad)
+        p = Parameter(Tensor._make(self.array.copy()), self.requires_grad)
         if self.grad is not None:
-            p.grad = Tensor._make(self.grad.data.copy())
+            p.grad = Tensor._make(self.grad.array.copy())
         memo[id(self)] = p
         return p
 
@@ -62,7 +62,7 @@ class Buffer(Tensor):
 
 def _adopt(self, src):
     """Make ``self`` a fresh leaf over ``src``'s array (no copy), sharing its version counter."""
-    self.data = src.data
+    self.array = src.array
     self.requires_grad = False
     self.grad = None
     self.grad_fn = None

@@ -51,11 +51,11 @@ def to_tensor(x, like=None, name="input"):
     if isinstance(x, Tensor):
         return x
     if isinstance(x, _SCALARS):
-        dt = D.scalar_result_type(like.data.dtype, x) if like is not None else None
+        dt = D.scalar_result_type(like.array.dtype, x) if like is not None else None
         if dt is None:
             dt = D.get_default_dtype() if isinstance(x, float) else (
                 D.bool if isinstance(x, bool) else D.int64)
-        xp = B.namespace(like.data) if like is not None else np
+        xp = B.namespace(like.array) if like is not None else np
         if type(x) is int and dt.kind in "iu":
             info = np.iinfo(dt)
             if not info.min <= x <= info.max:  # wraps around, as in PyTorch
@@ -63,7 +63,7 @@ def to_tensor(x, like=None, name="input"):
         return Tensor._make(xp.asarray(x, dtype=dt))
     if isinstance(x, (np.ndarray, np.generic)) or B.is_cuda_array(x):
         arr = x
-        if like is not None and B.is_cuda_array(like.data) and not B.is_cuda_array(x):
+        if like is not None and B.is_cuda_array(like.array) and not B.is_cuda_array(x):
             arr = B.to_device(np.asarray(x), like.device)
         return Tensor._make(arr if not isinstance(arr, np.generic) else np.asarray(arr))
     if isinstance(x, (list, tuple)):
@@ -114,13 +114,13 @@ class ExpandToBackward(Node):
 
 def sum_to(x, shape):
     """Sum ``x`` down to ``shape`` (the reverse of broadcasting), differentiably."""
-    xs = x.data.shape
+    xs = x.array.shape
     if xs == shape:
         return x
     lead = len(xs) - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
                                       if s == 1 and xs[i + lead] != 1)
-    d = x.data.sum(axis=axes, keepdims=True) if axes else x.data
+    d = x.array.sum(axis=axes, keepdims=True) if axes else x.array
     if lead:
         d = d.reshape(shape)
     out = wrap(d)
@@ -133,21 +133,21 @@ def sum_to(x, shape):
 
 def expand_to(x, shape):
     """Broadcast ``x`` to ``shape`` (a read-only view), differentiably."""
-    if x.data.shape == tuple(shape):
+    if x.array.shape == tuple(shape):
         return x
-    xp = B.namespace(x.data)
-    out = wrap(xp.broadcast_to(x.data, shape))
+    xp = B.namespace(x.array)
+    out = wrap(xp.broadcast_to(x.array, shape))
     if STATE.enabled and x.requires_grad:
         n = new_node(ExpandToBackward)
-        n.shape = x.data.shape
+        n.shape = x.array.shape
         record(n, out, x)
     return out
 
 
 def unbroadcast(g, shape, dtype):
     """Gradient ``g`` of a broadcast result, reduced to an input's shape and dtype."""
-    if g.data.shape != shape:
+    if g.array.shape != shape:
         g = sum_to(g, shape)
-    if g.data.dtype is not dtype:
+    if g.array.dtype is not dtype:
         g = g._cast(dtype)
     return g

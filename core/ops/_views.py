@@ -72,7 +72,7 @@ class EmbedBackward(Node):
 
 def take_region(t, geom, layout):
     """Differentiable: the region ``geom`` of ``t`` (a tensor shaped like the base)."""
-    arr = _as_layout(t.data, layout)
+    arr = _as_layout(t.array, layout)
     out = wrap(_region(arr, geom, layout).copy())
     if STATE.enabled and t.requires_grad:
         n = new_node(RegionBackward)
@@ -83,8 +83,8 @@ def take_region(t, geom, layout):
 
 def embed_region(t, geom, layout):
     """Differentiable: zeros shaped like the base with ``t`` written into region ``geom``."""
-    arr = layout.zeros(t.data.dtype)
-    _region(arr, geom, layout)[...] = t.data
+    arr = layout.zeros(t.array.dtype)
+    _region(arr, geom, layout)[...] = t.array
     out = wrap(arr)
     if STATE.enabled and t.requires_grad:
         n = new_node(EmbedBackward)
@@ -101,7 +101,7 @@ class CopySlicesBackward(Node):
         nx = self.next
         gb = gv = None
         if nx[0] is not None:
-            mask = self.layout.xp.ones(self.layout.shape, g.data.dtype, order=self.layout.order)
+            mask = self.layout.xp.ones(self.layout.shape, g.array.dtype, order=self.layout.order)
             _region(mask, self.geom, self.layout)[...] = 0
             gb = g * wrap(mask)
         if nx[1] is not None:
@@ -117,8 +117,8 @@ def rebase_view(view, result):
         raise RuntimeError(
             "a view of a leaf tensor that requires grad is being used in an in-place operation; "
             "wrap it in ember.no_grad() or clone the leaf first")
-    geom = geometry(view.data, base.data)
-    layout = Layout(base.data)
+    geom = geometry(view.array, base.array)
+    layout = Layout(base.array)
     n = new_node(CopySlicesBackward)
     n.geom, n.layout = geom, layout
     record(n, base, base, result)
@@ -136,4 +136,4 @@ def _derive(view, base, geom, layout):
 def rederive_view(view):
     """Give ``view`` the history "region of its base", after the base changed in place."""
     base = view._base
-    _derive(view, base, geometry(view.data, base.data), Layout(base.data))
+    _derive(view, base, geometry(view.array, base.array), Layout(base.array))

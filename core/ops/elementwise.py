@@ -30,10 +30,10 @@ def _is_float(dt):
 def _operands(op, a, b):
     """Arrays for ``a <op> b`` with PyTorch's promotion; ``b`` may be a scalar or array.
     Returns ``(ad, bd, b_tensor_or_None)``."""
-    ad = a.data
+    ad = a.array
     Tensor = U.Tensor
     if type(b) is Tensor or isinstance(b, Tensor):
-        bd = b.data
+        bd = b.array
         if ad.dtype is not bd.dtype:
             dt = _result_type(ad, bd)
             if ad.dtype is not dt:
@@ -81,7 +81,7 @@ class CastBackward(Node):
 
 
 def _cast(x, dt):
-    d = x.data
+    d = x.array
     if d.dtype is dt:
         return x
     out = wrap(d.astype(dt))
@@ -227,15 +227,15 @@ class RemainderBackward(Node):
 
 def _binary_node(cls, out, a, ad, b, bd, save):
     n = new_node(cls)
-    n.ashape = a.data.shape
-    n.adtype = a.data.dtype
+    n.ashape = a.array.shape
+    n.adtype = a.array.dtype
     if b is None:
         n.scalar = bd
         if save:
             n.save(a)
         return record(n, out, a)
-    n.bshape = b.data.shape
-    n.bdtype = b.data.dtype
+    n.bshape = b.array.shape
+    n.bdtype = b.array.dtype
     if cls is MulBackward or cls is DivBackward or cls is PowBackward:
         n.scalar = None
     if save:
@@ -256,21 +256,21 @@ def add(input, other, *, alpha=1):
     out = wrap(ad + bd)
     if STATE.enabled and (input.requires_grad or (b is not None and b.requires_grad)):
         n = new_node(AddBackward)
-        n.ashape = input.data.shape
-        n.adtype = input.data.dtype
+        n.ashape = input.array.shape
+        n.adtype = input.array.dtype
         n.alpha = alpha
         if b is None:
             return record(n, out, input)
-        n.bshape = b.data.shape
-        n.bdtype = b.data.dtype
+        n.bshape = b.array.shape
+        n.bdtype = b.array.dtype
         record(n, out, input, b)
     return out
 
 
 def sub(input, other, *, alpha=1):
     ad, bd, b = _operands("sub", input, other)
-    if input.data.dtype.kind == "b" or type(other) is bool or (b is not None and
-                                                                b.data.dtype.kind == "b"):
+    if input.array.dtype.kind == "b" or type(other) is bool or (b is not None and
+                                                                b.array.dtype.kind == "b"):
         raise TypeError("subtraction, the `-` operator, with a bool tensor is not supported: "
                         "to invert a mask use the `~` or logical_not() operator")
     if alpha != 1:
@@ -278,13 +278,13 @@ def sub(input, other, *, alpha=1):
     out = wrap(ad - bd)
     if STATE.enabled and (input.requires_grad or (b is not None and b.requires_grad)):
         n = new_node(SubBackward)
-        n.ashape = input.data.shape
-        n.adtype = input.data.dtype
+        n.ashape = input.array.shape
+        n.adtype = input.array.dtype
         n.alpha = alpha
         if b is None:
             return record(n, out, input)
-        n.bshape = b.data.shape
-        n.bdtype = b.data.dtype
+        n.bshape = b.array.shape
+        n.bdtype = b.array.dtype
         record(n, out, input, b)
     return out
 
@@ -292,10 +292,10 @@ def sub(input, other, *, alpha=1):
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input``."""
     if type(other) in _SCALAR:
-        if input.data.dtype.kind == "b" or type(other) is bool:
+        if input.array.dtype.kind == "b" or type(other) is bool:
             raise TypeError("subtraction, the `-` operator, with a bool tensor is not "
                             "supported: to invert a mask use the `~` or logical_not() operator")
-        r = neg(_cast(input, _scalar_type(input.data.dtype, other)))
+        r = neg(_cast(input, _scalar_type(input.array.dtype, other)))
         return add(r if alpha == 1 else mul(r, alpha), other)
     return sub(_other_tensor(input, other), input, alpha=alpha)
 
@@ -318,8 +318,8 @@ def div(input, other, *, rounding_mode=None):
                                 rounding_mode))
         if _grad_on(input, b):  # piecewise constant: a zero gradient, as in PyTorch
             n = new_node(ZeroBackward)
-            n.shapes = (input.data.shape, input.data.dtype,
-                        None if b is None else b.data.shape, None if b is None else b.data.dtype)
+            n.shapes = (input.array.shape, input.array.dtype,
+                        None if b is None else b.array.shape, None if b is None else b.array.dtype)
             return record(n, out, input, b)
         return out
     if not _is_float(ad.dtype):
@@ -361,7 +361,7 @@ class ZeroBackward(Node):
 
     def backward(self, g):
         ash, adt, bsh, bdt = self.shapes
-        xp = B.namespace(g.data)
+        xp = B.namespace(g.array)
         ga = wrap(xp.zeros(ash, adt)) if self.next[0] is not None else None
         gb = wrap(xp.zeros(bsh, bdt)) if len(self.next) > 1 and self.next[1] is not None \
             else None
@@ -370,7 +370,7 @@ class ZeroBackward(Node):
 
 def rdiv(input, other):
     if type(other) in _SCALAR:
-        d = input.data
+        d = input.array
         if not _is_float(d.dtype):
             d = d.astype(D.get_default_dtype())
         r = other / d
@@ -423,16 +423,16 @@ def fmod(input, other):
 
 
 def _fill_shapes(n, a, b):
-    n.ashape, n.adtype = a.data.shape, a.data.dtype
+    n.ashape, n.adtype = a.array.shape, a.array.dtype
     if b is not None:
-        n.bshape, n.bdtype = b.data.shape, b.data.dtype
+        n.bshape, n.bdtype = b.array.shape, b.array.dtype
 
 
 def pow(input, exponent):
     if type(input) in _SCALAR:  # ember.pow(2, tensor)
         return rpow(exponent, input)
     if type(exponent) in _SCALAR:
-        d = input.data
+        d = input.array
         dt = _scalar_type(d.dtype, exponent)
         if dt is not d.dtype:
             d = d.astype(dt)
@@ -450,7 +450,7 @@ def pow(input, exponent):
         out = wrap(r)
         if STATE.enabled and input.requires_grad:
             n = new_node(PowBackward)
-            n.ashape, n.adtype, n.scalar = input.data.shape, input.data.dtype, exponent
+            n.ashape, n.adtype, n.scalar = input.array.shape, input.array.dtype, exponent
             n.save(input)
             record(n, out, input)
         return out
@@ -463,7 +463,7 @@ def pow(input, exponent):
 
 def rpow(input, base):
     if type(base) in _SCALAR:
-        d = input.data
+        d = input.array
         if d.dtype.kind == "b" and type(base) is bool:
             raise TypeError("pow is not supported for bool base and exponent")
         dt = _scalar_type(d.dtype, base)
@@ -599,7 +599,7 @@ bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor")
 
 
 def bitwise_not(input):
-    d = input.data
+    d = input.array
     if _is_float(d.dtype):
         raise TypeError(f"bitwise_not is only supported for integer and bool tensors, "
                         f"got {D.name(d.dtype)}")
@@ -607,13 +607,13 @@ def bitwise_not(input):
 
 
 def logical_not(input):
-    return wrap(B.namespace(input.data).logical_not(input.data))
+    return wrap(B.namespace(input.array).logical_not(input.array))
 
 
 def _logical(name):
     def op(input, other):
         other = _other_tensor(input, other)
-        return wrap(getattr(B.namespace(input.data), name)(input.data, other.data))
+        return wrap(getattr(B.namespace(input.array), name)(input.array, other.array))
     op.__name__ = name
     return op
 
@@ -625,39 +625,39 @@ logical_xor = _logical("logical_xor")
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     other = _other_tensor(input, other)
-    return wrap(B.namespace(input.data).isclose(input.data, other.data, rtol, atol, equal_nan))
+    return wrap(B.namespace(input.array).isclose(input.array, other.array, rtol, atol, equal_nan))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return bool(isclose(input, other, rtol, atol, equal_nan).data.all())
+    return bool(isclose(input, other, rtol, atol, equal_nan).array.all())
 
 
 def equal(input, other):
-    return input.data.shape == other.data.shape and bool((input.data == other.data).all())
+    return input.array.shape == other.array.shape and bool((input.array == other.array).all())
 
 
 def isnan(input):
-    return wrap(B.namespace(input.data).isnan(input.data))
+    return wrap(B.namespace(input.array).isnan(input.array))
 
 
 def isinf(input):
-    return wrap(B.namespace(input.data).isinf(input.data))
+    return wrap(B.namespace(input.array).isinf(input.array))
 
 
 def isfinite(input):
-    return wrap(B.namespace(input.data).isfinite(input.data))
+    return wrap(B.namespace(input.array).isfinite(input.array))
 
 
 def isposinf(input):
-    return wrap(B.namespace(input.data).isposinf(input.data))
+    return wrap(B.namespace(input.array).isposinf(input.array))
 
 
 def isneginf(input):
-    return wrap(B.namespace(input.data).isneginf(input.data))
+    return wrap(B.namespace(input.array).isneginf(input.array))
 
 
 def signbit(input):
-    return wrap(B.namespace(input.data).signbit(input.data))
+    return wrap(B.namespace(input.array).signbit(input.array))
 
 
 # --------------------------------------------------------------------------- unary math
@@ -683,7 +683,7 @@ def _unary(name, fwd, bwd, needs="x", float_only=True, refuse=""):
     dtype kinds in ``refuse`` ("b" bool, "iu" integers) raise, as in PyTorch."""
 
     def op(input):
-        d = input.data
+        d = input.array
         if refuse and d.dtype.kind in refuse:
             raise TypeError(f"{name} is not supported for {D.name(d.dtype)} tensors")
         if float_only and not _is_float(d.dtype):
@@ -775,7 +775,7 @@ sgn = sign
 
 def conj(input):
     """The complex conjugate; a real tensor is returned as is (as PyTorch does)."""
-    if input.data.dtype.kind != "c":
+    if input.array.dtype.kind != "c":
         return input
     return _conj(input)
 
@@ -793,7 +793,7 @@ frac = _unary("frac", lambda xp, d: d - xp.trunc(d), lambda x, y, g: g, "", refu
 
 
 def round(input, *, decimals=0):
-    d = input.data
+    d = input.array
     xp = B.namespace(d)
     out = wrap(xp.round(d, decimals) if d.dtype.kind == "f" else d.copy())
     if STATE.enabled and input.requires_grad:
@@ -806,7 +806,7 @@ def round(input, *, decimals=0):
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
-    d = input.data
+    d = input.array
     out = wrap(B.namespace(d).nan_to_num(d, nan=nan, posinf=posinf, neginf=neginf))
     if STATE.enabled and input.requires_grad:  # gradient passes where the input was finite
         n = new_node(ClampBackward)
@@ -836,7 +836,7 @@ def clamp(input, min=None, max=None):
         if max is not None:
             out = minimum(out, max)
         return out
-    d = input.data
+    d = input.array
     if (isinstance(min, float) or isinstance(max, float)) and not _is_float(d.dtype):
         d = d.astype(D.get_default_dtype())
     xp = B.namespace(d)
@@ -918,16 +918,16 @@ def apply_inplace(self, fn, *args, **kwargs):
         isinstance(a, Tensor) and a.requires_grad for a in args))
     if grad:
         _leaf_check(self)
-        src = Tensor._make(self.data.copy())
+        src = Tensor._make(self.array.copy())
         src.grad_fn, src._out_nr, src.requires_grad = self.grad_fn, self._out_nr, self.requires_grad
         res = fn(src, *args, **kwargs)
-        if res.data.dtype is not self.data.dtype:
-            res = res._cast(self.data.dtype)
+        if res.array.dtype is not self.array.dtype:
+            res = res._cast(self.array.dtype)
         if res.grad_fn is None:
             res = _rehome(res, src)
     else:
         res = fn(self, *args, **kwargs)
-    _write(self, res.data, fn)
+    _write(self, res.array, fn)
     self._bump()
     if grad:
         if self._base is not None:
@@ -952,18 +952,18 @@ def _rehome(res, src):
     """``fn`` returned a leaf or a constant: give the result a node of its own, so that
     ``self`` does not become a leaf. A constant result still links to self's old history
     with a zero gradient, as PyTorch does (``y.copy_(constant)`` gives y's inputs zeros)."""
-    out = wrap(res.data)
+    out = wrap(res.array)
     if res.requires_grad:
         return record(new_node(PassBackward), out, res)
     if src.requires_grad:
         n = new_node(ZeroBackward)
-        n.shapes = (src.data.shape, src.data.dtype, None, None)
+        n.shapes = (src.array.shape, src.array.dtype, None, None)
         return record(n, out, src)
     return out
 
 
 def _write(self, data, fn):
-    d = self.data
+    d = self.array
     if data.dtype is not d.dtype and not np.can_cast(data.dtype, d.dtype, "same_kind"):
         raise RuntimeError(
             f"result type {D.name(data.dtype)} of {getattr(fn, '__name__', 'op')} can't be cast "
@@ -993,9 +993,9 @@ def _shape_error(out_shape, other_shape):
 
 def _fast_inplace(self, ufunc_name, other):
     """No-grad fast path: ``ufunc(self, other, out=self)`` with no allocation."""
-    d = self.data
+    d = self.array
     Tensor = U.Tensor
-    o = other.data if isinstance(other, Tensor) else other
+    o = other.array if isinstance(other, Tensor) else other
     if isinstance(o, _ndarray) or B.is_cuda_array(o):
         if type(o) is not type(d):
             raise device_error(ufunc_name, d, o)
@@ -1036,7 +1036,7 @@ def _axpy_(self, o, alpha):
     """``self += alpha * o`` for large float arrays through the chunked in-place engine
     (core/_fused.py: cache-sized chunks, reused scratch, threads for big arrays) instead of
     a full-size temporary ``o * alpha``. Returns False when the case does not apply."""
-    d = self.data
+    d = self.array
     if type(d) is not type(o) or d.size < _AXPY_MIN or o.shape != d.shape or \
             o.dtype is not d.dtype or not d.flags.writeable or d.dtype.kind != "f" or \
             B.namespace(d).shares_memory(d, o):
@@ -1296,21 +1296,21 @@ class ElementwiseOps:
         if _can_fast(self, other):
             if alpha == 1:
                 return _fast_inplace(self, "add", other)
-            if _is_float(self.data.dtype) and isinstance(other, ElementwiseOps):
+            if _is_float(self.array.dtype) and isinstance(other, ElementwiseOps):
                 # ``p.add_(g, alpha=-lr)``, the SGD idiom: no copy of self, no graph work
-                if _axpy_(self, other.data, alpha):
+                if _axpy_(self, other.array, alpha):
                     return self
-                return _fast_inplace(self, "add", other.data * alpha)
+                return _fast_inplace(self, "add", other.array * alpha)
         return apply_inplace(self, add, other, alpha=alpha)
 
     def sub_(self, other, *, alpha=1):
         if _can_fast(self, other):
             if alpha == 1:
                 return _fast_inplace(self, "subtract", other)
-            if _is_float(self.data.dtype) and isinstance(other, ElementwiseOps):
-                if _axpy_(self, other.data, -alpha):
+            if _is_float(self.array.dtype) and isinstance(other, ElementwiseOps):
+                if _axpy_(self, other.array, -alpha):
                     return self
-                return _fast_inplace(self, "subtract", other.data * alpha)
+                return _fast_inplace(self, "subtract", other.array * alpha)
         return apply_inplace(self, sub, other, alpha=alpha)
 
     def mul_(self, other):
@@ -1319,7 +1319,7 @@ class ElementwiseOps:
         return apply_inplace(self, mul, other)
 
     def div_(self, other, *, rounding_mode=None):
-        if rounding_mode is None and _is_float(self.data.dtype) and _can_fast(self, other):
+        if rounding_mode is None and _is_float(self.array.dtype) and _can_fast(self, other):
             return _fast_inplace(self, "true_divide", other)
         return apply_inplace(self, div, other, rounding_mode=rounding_mode)
 
@@ -1329,7 +1329,7 @@ class ElementwiseOps:
     def clamp_(self, min=None, max=None):
         if _can_fast(self, None) and not isinstance(min, ElementwiseOps) \
                 and not isinstance(max, ElementwiseOps):
-            d = self.data
+            d = self.array
             B.namespace(d).clip(d, min, max, out=d)
             self._bump()
             return self
@@ -1345,8 +1345,8 @@ class ElementwiseOps:
 
     def addcmul_(self, tensor1, tensor2, *, value=1):
         if _can_fast(self, None) and not tensor1.requires_grad and not tensor2.requires_grad:
-            d = self.data
-            tmp = tensor1.data * tensor2.data
+            d = self.array
+            tmp = tensor1.array * tensor2.array
             if value != 1:
                 tmp *= value
             d += tmp
@@ -1356,8 +1356,8 @@ class ElementwiseOps:
 
     def addcdiv_(self, tensor1, tensor2, *, value=1):
         if _can_fast(self, None) and not tensor1.requires_grad and not tensor2.requires_grad:
-            d = self.data
-            tmp = tensor1.data / tensor2.data
+            d = self.array
+            tmp = tensor1.array / tensor2.array
             if value != 1:
                 tmp *= value
             d += tmp
@@ -1367,9 +1367,9 @@ class ElementwiseOps:
 
     def lerp_(self, end, weight):
         if _can_fast(self, end) and not getattr(weight, "requires_grad", False):
-            d = self.data
-            e = end.data if isinstance(end, ElementwiseOps) else end
-            w = weight.data if isinstance(weight, ElementwiseOps) else weight
+            d = self.array
+            e = end.array if isinstance(end, ElementwiseOps) else end
+            w = weight.array if isinstance(weight, ElementwiseOps) else weight
             d += (e - d) * w
             self._bump()
             return self
@@ -1380,9 +1380,9 @@ class ElementwiseOps:
 
     def fill_(self, value):
         if isinstance(value, ElementwiseOps):
-            if value.data.size != 1:
+            if value.array.size != 1:
                 raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
-                                   f"with {value.data.ndim} dimensions")
+                                   f"with {value.array.ndim} dimensions")
             if STATE.enabled and value.requires_grad:
                 from .shape import expand
 
@@ -1391,8 +1391,8 @@ class ElementwiseOps:
             value = value.item()
         if STATE.enabled and self.requires_grad:
             return apply_inplace(self, lambda s: s * 0 + value)
-        if not B.is_meta(self.data):
-            self.data.fill(value)
+        if not B.is_meta(self.array):
+            self.array.fill(value)
         self._bump()
         return self
 
@@ -1406,17 +1406,17 @@ class ElementwiseOps:
                 x = x.to(s.device) if x.device != s.device else x
                 return expand(x, s.shape)._cast(s.dtype) if x.shape != s.shape else x._cast(s.dtype)
             return apply_inplace(self, _copy, src)
-        sd = src.data
-        if B.is_meta(self.data):
+        sd = src.array
+        if B.is_meta(self.array):
             self._bump()
             return self
-        if type(sd) is not type(self.data):
+        if type(sd) is not type(self.array):
             sd = B.to_device(sd, self.device)
         try:
-            B.namespace(self.data).copyto(self.data, sd, casting="unsafe")
+            B.namespace(self.array).copyto(self.array, sd, casting="unsafe")
         except ValueError:
             raise RuntimeError(f"copy_: the source of shape {list(sd.shape)} can't be broadcast "
-                               f"to the destination of shape {list(self.data.shape)}") from None
+                               f"to the destination of shape {list(self.array.shape)}") from None
         self._bump()
         return self
 
@@ -1433,8 +1433,8 @@ class ElementwiseOps:
         return apply_inplace(self, log)
 
     def sqrt_(self):
-        if _can_fast(self, None) and _is_float(self.data.dtype):
-            d = self.data
+        if _can_fast(self, None) and _is_float(self.array.dtype):
+            d = self.array
             B.namespace(d).sqrt(d, out=d)
             self._bump()
             return self
@@ -1447,7 +1447,7 @@ class ElementwiseOps:
         return apply_inplace(self, tanh)
 
     def relu_(self):
-        d = self.data
+        d = self.array
         if not (STATE.enabled and self.requires_grad) and type(d) is _ndarray and \
                 d.dtype.kind == "f" and d.flags.writeable:
             _parallel.ufunc(np.maximum, d, d.dtype.type(0), d)  # no graph: max(x, 0) in place

@@ -51,7 +51,7 @@ def _same_device(a, d, what):
 def _index_arr(index, d, op):
     """The integer array of an index argument (a Tensor, array or sequence)."""
     if _is_tensor(index):
-        a = index.data
+        a = index.array
     elif isinstance(index, np.ndarray) or B.is_cuda_array(index):
         a = index
     elif isinstance(index, (list, tuple, int, np.integer)):
@@ -109,7 +109,7 @@ def _nocopy_reshape(a, shape):
 
 
 def _mask_arr(mask, d, op):
-    m = mask.data if _is_tensor(mask) else (
+    m = mask.array if _is_tensor(mask) else (
         mask if isinstance(mask, np.ndarray) or B.is_cuda_array(mask) else np.asarray(mask))
     if m.dtype.kind != "b":
         raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype "
@@ -280,7 +280,7 @@ def _item(it, d):
     if isinstance(it, np.integer):
         return _INT, int(it)
     if _is_tensor(it):
-        a = it.data
+        a = it.array
     elif isinstance(it, np.ndarray) or B.is_cuda_array(it):
         a = it
     elif isinstance(it, (list, tuple)):
@@ -577,9 +577,9 @@ def _bounds_only(a, n, dim):
 
 def _pad(t, shape):
     """``t`` in the leading corner of zeros of ``shape`` (grad of a src larger than index)."""
-    if t.data.shape == tuple(shape):
+    if t.array.shape == tuple(shape):
         return t
-    return _slice_scatter(t, tuple(shape), tuple(slice(0, s) for s in t.data.shape) + (Ellipsis,))
+    return _slice_scatter(t, tuple(shape), tuple(slice(0, s) for s in t.array.shape) + (Ellipsis,))
 
 
 class IndexBackward(Node):
@@ -593,7 +593,7 @@ def _take_key(t, k):
     """Differentiable ``t[key]`` for a parsed key."""
     if k.adv is None:
         return _slice(t, k.basic)
-    out = wrap(k.get(t.data))
+    out = wrap(k.get(t.array))
     if STATE.enabled and t.requires_grad:
         n = new_node(IndexBackward)
         n.key = k
@@ -602,7 +602,7 @@ def _take_key(t, k):
 
 
 def _reshape(t, shape):
-    return t if t.data.shape == shape else reshape(t, shape)
+    return t if t.array.shape == shape else reshape(t, shape)
 
 
 def _index_grad(g, k):
@@ -631,7 +631,7 @@ def getitem(input, key):
     """``input[key]``: basic indexing returns a view, advanced indexing a copy."""
     t = type(key)
     if t is int or t is slice and (key.step is None or type(key.step) is int and key.step > 0):
-        d = input.data  # fast path for the commonest keys
+        d = input.array  # fast path for the commonest keys
         basic = (key, Ellipsis)
         try:
             r = d[basic]
@@ -639,7 +639,7 @@ def getitem(input, key):
             _parse(d, key)  # raises with PyTorch's message
             raise
         return _slice(input, basic, r)
-    return _take_key(input, _parse(input.data, key))
+    return _take_key(input, _parse(input.array, key))
 
 
 # ============================================================================ setitem / index_put
@@ -667,11 +667,11 @@ def _strip(shape):
 def _value_grad(r, vshape, vdtype):
     """Gradient of a value broadcast into an index result ``r``, reduced to its shape."""
     st = _strip(vshape)
-    if r.data.shape != st:
+    if r.array.shape != st:
         r = sum_to(r, st)
     if st != tuple(vshape):
         r = reshape(r, vshape)
-    if r.data.dtype != vdtype:
+    if r.array.dtype != vdtype:
         r = r._cast(vdtype)
     return r
 
@@ -679,14 +679,14 @@ def _value_grad(r, vshape, vdtype):
 def _value_arr(value, d):
     """The array (or scalar) written by an index assignment into ``d``."""
     if _is_tensor(value):
-        v = value.data
+        v = value.array
         if type(v) is not type(d):
             raise RuntimeError(f"index assignment: the value is on {B.device_of(v)} but the "
                                f"tensor is on {B.device_of(d)}")
     elif type(value) in _SCALARS or isinstance(value, (np.number, np.bool_)):
         return value
     else:
-        v = to_tensor(value, wrap(d), name="value").data
+        v = to_tensor(value, wrap(d), name="value").array
     if v.dtype != d.dtype:
         v = v.astype(d.dtype)
     st = _strip(v.shape)
@@ -695,7 +695,7 @@ def _value_arr(value, d):
 
 def _index_put(input, k, value, accumulate):
     """Out of place: ``input`` with ``value`` written (or added) at parsed key ``k``."""
-    d = input.data
+    d = input.array
     out = d.copy()
     k.write(out, _value_arr(value, d), accumulate)
     res = wrap(out)
@@ -704,7 +704,7 @@ def _index_put(input, k, value, accumulate):
         n = new_node(IndexPutBackward)
         n.key, n.accumulate = k, accumulate
         if vt is not None:
-            n.vshape, n.vdtype = vt.data.shape, vt.data.dtype
+            n.vshape, n.vdtype = vt.array.shape, vt.array.dtype
         record(n, res, input, vt)
     return res
 
@@ -722,7 +722,7 @@ def _grad_inplace(self, *others):
 
 def setitem(self, key, value):
     """``self[key] = value`` (value a tensor or number, broadcast to the indexed shape)."""
-    d = self.data
+    d = self.array
     k = _parse(d, key)
     if _grad_inplace(self, value):
         from .elementwise import apply_inplace
@@ -737,7 +737,7 @@ def setitem(self, key, value):
 def index_put(input, indices, values, accumulate=False):
     """``input`` with ``values`` put at ``input[indices]`` (indices: a tuple of index
     tensors); ``accumulate=True`` adds, summing repeated positions."""
-    return _index_put(input, _parse(input.data, tuple(indices)), values, accumulate)
+    return _index_put(input, _parse(input.array, tuple(indices)), values, accumulate)
 
 
 # ============================================================================ index_select / add
@@ -763,7 +763,7 @@ class IndexAddBackward(Node):
 
 
 def _index_select(x, dim, idx):
-    d = x.data
+    d = x.array
     out = wrap(B.namespace(d).take(d, idx, axis=dim))
     if STATE.enabled and x.requires_grad:
         n = new_node(IndexSelectBackward)
@@ -774,9 +774,9 @@ def _index_select(x, dim, idx):
 
 def _index_add(input, dim, idx, src, alpha=1, shape=None):
     """``input`` (None: zeros of ``shape``) plus ``src`` slices added at ``idx`` along dim."""
-    sd = src.data
+    sd = src.array
     xp = B.namespace(sd)
-    out = xp.zeros(shape, sd.dtype) if input is None else input.data.copy()
+    out = xp.zeros(shape, sd.dtype) if input is None else input.array.copy()
     _add_at(out, dim, idx, sd if alpha == 1 else sd * alpha)
     res = wrap(out)
     if STATE.enabled and (src.requires_grad or (input is not None and input.requires_grad)):
@@ -796,7 +796,7 @@ def _keep(a, *ts):
 
 def _dim_index(input, dim, index, op, *others, negative=False):
     """Normalized dim and 1-d index array for the index_* ops."""
-    d = input.data
+    d = input.array
     dim = norm_dim(dim, max(d.ndim, 1))
     a = _index_arr(index, d, op)
     if a.ndim > 1:
@@ -817,17 +817,17 @@ def _check_source(op, d, s, dim, m):
 
 
 def _as_1d(t):
-    return reshape(t, (1,)) if _is_tensor(t) and t.data.ndim == 0 else t
+    return reshape(t, (1,)) if _is_tensor(t) and t.array.ndim == 0 else t
 
 
 def _back_to_0d(out, was0d):
-    return reshape(out, ()) if was0d and out.data.size == 1 else out
+    return reshape(out, ()) if was0d and out.array.size == 1 else out
 
 
 def index_select(input, dim, index):
     """Slices of ``input`` along ``dim`` at ``index`` (1-d)."""
     dim, a = _dim_index(input, dim, index, "index_select")
-    if input.data.ndim == 0:
+    if input.array.ndim == 0:
         return _back_to_0d(_index_select(_as_1d(input), 0, a), True)
     return _index_select(input, dim, a)
 
@@ -837,8 +837,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     indices accumulate)."""
     src = source if _is_tensor(source) else to_tensor(source, input, name="source")
     dim, a = _dim_index(input, dim, index, "index_add", src)
-    _check_source("index_add_", input.data, src.data, dim, a.size)
-    if input.data.ndim == 0:
+    _check_source("index_add_", input.array, src.array, dim, a.size)
+    if input.array.ndim == 0:
         return _back_to_0d(_index_add(_as_1d(input), 0, a, _as_1d(src), alpha), True)
     return _index_add(input, dim, a, src, alpha)
 
@@ -855,7 +855,7 @@ class IndexFillBackward(Node):
         gv = None
         if nx[1] is not None:  # the filled positions, each once even if indexed twice
             gv = (g - gi).sum()
-            if gv.data.dtype != self.vdtype:
+            if gv.array.dtype != self.vdtype:
                 gv = gv._cast(self.vdtype)
         return (gi if nx[0] is not None else None), gv
 
@@ -871,22 +871,22 @@ class IndexCopyBackward(Node):
 
 
 def _index_fill(input, dim, idx, value):
-    d = input.data
+    d = input.array
     out = d.copy()
     vt = value if _is_tensor(value) else None
-    out[(_ALL,) * dim + (idx,)] = vt.data.astype(d.dtype) if vt is not None else value
+    out[(_ALL,) * dim + (idx,)] = vt.array.astype(d.dtype) if vt is not None else value
     res = wrap(out)
     if STATE.enabled and (input.requires_grad or (vt is not None and vt.requires_grad)):
         n = new_node(IndexFillBackward)
         n.dim, n.idx = dim, idx
-        n.vdtype = vt.data.dtype if vt is not None else None
+        n.vdtype = vt.array.dtype if vt is not None else None
         record(n, res, input, vt)
     return res
 
 
 def _index_copy(input, dim, idx, src):
-    out = input.data.copy()
-    out[(_ALL,) * dim + (idx,)] = src.data
+    out = input.array.copy()
+    out[(_ALL,) * dim + (idx,)] = src.array
     res = wrap(out)
     if STATE.enabled and (input.requires_grad or src.requires_grad):
         n = new_node(IndexCopyBackward)
@@ -898,11 +898,11 @@ def _index_copy(input, dim, idx, src):
 def index_fill(input, dim, index, value):
     """``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a number or a
     0-d tensor)."""
-    if _is_tensor(value) and value.data.ndim != 0:
+    if _is_tensor(value) and value.array.ndim != 0:
         raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got "
-                           f"tensor with {value.data.ndim} dimension(s).")
+                           f"tensor with {value.array.ndim} dimension(s).")
     dim, a = _dim_index(input, dim, index, "index_fill", value, negative=True)
-    if input.data.ndim == 0:
+    if input.array.ndim == 0:
         return _back_to_0d(_index_fill(_as_1d(input), 0, a, value), True)
     return _index_fill(input, dim, a, value)
 
@@ -911,8 +911,8 @@ def index_copy(input, dim, index, source):
     """``input`` with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
     src = source if _is_tensor(source) else to_tensor(source, input, name="source")
     dim, a = _dim_index(input, dim, index, "index_copy", src)
-    _check_source("index_copy_", input.data, src.data, dim, a.size)
-    if input.data.ndim == 0:
+    _check_source("index_copy_", input.array, src.array, dim, a.size)
+    if input.array.ndim == 0:
         return _back_to_0d(_index_copy(_as_1d(input), 0, a, _as_1d(src)), True)
     return _index_copy(input, dim, a, src)
 
@@ -985,7 +985,7 @@ class ScatterBackward(Node):
 
 
 def _gather(x, dim, idx):
-    d = x.data
+    d = x.array
     out = wrap(_along(d, idx, dim))
     if STATE.enabled and x.requires_grad:
         n = new_node(GatherBackward)
@@ -1036,21 +1036,21 @@ def _scatter_arr(out, dim, idx, vals, reduce, include_self=True):
 
 
 def _scatter(input, dim, idx, src, value):
-    d = input.data
+    d = input.array
     out = d.copy()
-    _scatter_arr(out, dim, idx, _corner(src.data, idx.shape) if src is not None else value, None)
+    _scatter_arr(out, dim, idx, _corner(src.array, idx.shape) if src is not None else value, None)
     res = wrap(out)
     if STATE.enabled and (input.requires_grad or (src is not None and src.requires_grad)):
         n = new_node(ScatterBackward)
-        n.dim, n.idx, n.sshape = dim, idx, (src.data.shape if src is not None else None)
+        n.dim, n.idx, n.sshape = dim, idx, (src.array.shape if src is not None else None)
         record(n, res, input, src)
     return res
 
 
 def _scatter_add(input, dim, idx, src, shape=None):
-    sd = src.data
+    sd = src.array
     xp = B.namespace(sd)
-    out = xp.zeros(shape, sd.dtype) if input is None else input.data.copy()
+    out = xp.zeros(shape, sd.dtype) if input is None else input.array.copy()
     _scatter_arr(out, dim, idx, _corner(sd, idx.shape), "sum")
     res = wrap(out)
     if STATE.enabled and (src.requires_grad or (input is not None and input.requires_grad)):
@@ -1062,7 +1062,7 @@ def _scatter_add(input, dim, idx, src, shape=None):
 
 def _check_scatter(op, input, dim, index, src=None):
     """Validated (dim, index array) for gather/scatter-like ops."""
-    d = input.data
+    d = input.array
     nd = d.ndim
     dim = norm_dim(dim, max(nd, 1))
     a = _index_arr(index, d, op)
@@ -1078,7 +1078,7 @@ def _check_scatter(op, input, dim, index, src=None):
                                f"{list(a.shape)} to be no larger than self {list(d.shape)} "
                                f"apart from dimension {dim}")
     if src is not None:
-        s = src.data
+        s = src.array
         if s.dtype != d.dtype:
             raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype "
                                f"({D.name(d.dtype)} vs {D.name(s.dtype)})")
@@ -1098,9 +1098,9 @@ def _flat_args(input, *ts):
 def gather(input, dim, index, *, sparse_grad=False):
     """Elements of ``input`` along ``dim`` at ``index`` (same number of dims as input)."""
     dim, a = _check_scatter("gather", input, dim, index)
-    if input.data.ndim == 0:
+    if input.array.ndim == 0:
         return _back_to_0d(_gather(_as_1d(input), 0, a), np.ndim(a) == 0 or
-                           (_is_tensor(index) and index.data.ndim == 0))
+                           (_is_tensor(index) and index.array.ndim == 0))
     return _gather(input, dim, a)
 
 
@@ -1125,12 +1125,12 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
         if reduce not in ("add", "multiply"):
             raise RuntimeError("reduce argument must be either add or multiply.")
         if src is None:
-            src = wrap(B.namespace(input.data).full(a.shape, value, input.data.dtype))
+            src = wrap(B.namespace(input.array).full(a.shape, value, input.array.dtype))
         if reduce == "add":
-            return _scatter_add(input, dim, a, src) if input.data.ndim else \
+            return _scatter_add(input, dim, a, src) if input.array.ndim else \
                 _back_to_0d(_scatter_add(*_flat_args(input), 0, a, _as_1d(src)), True)
         return scatter_reduce(input, dim, index, src, "prod")
-    if input.data.ndim == 0:
+    if input.array.ndim == 0:
         x, s = _flat_args(input, src)
         return _back_to_0d(_scatter(x, 0, a, s, value), True)
     return _scatter(input, dim, a, src, value)
@@ -1140,7 +1140,7 @@ def scatter_add(input, dim, index, src):
     """``input`` with ``src`` added at ``index`` along ``dim`` (repeats accumulate)."""
     src = src if _is_tensor(src) else to_tensor(src, input, name="src")
     dim, a = _check_scatter("scatter_add", input, dim, index, src)
-    if input.data.ndim == 0:
+    if input.array.ndim == 0:
         x, s = _flat_args(input, src)
         return _back_to_0d(_scatter_add(x, 0, a, s), True)
     return _scatter_add(input, dim, a, src)
@@ -1157,32 +1157,32 @@ class ScatterReduceBackward(Node):
         x, s, out = self.unpack()
         nx = self.next
         dim, idx = self.dim, self.idx
-        xp = B.namespace(g.data)
-        sshape = s.data.shape
+        xp = B.namespace(g.array)
+        sshape = s.array.shape
         hit = None
         if not self.include_self:
-            hit = xp.zeros(x.data.shape, bool)
+            hit = xp.zeros(x.array.shape, bool)
             _scatter_arr(hit, dim, idx, True, None)
         red = self.reduce
         if red == "sum":
             gi = g if hit is None else masked_fill(g, wrap(hit), 0)
             gs = _gather(g, dim, idx)
         elif red == "mean":
-            gm = g / wrap(xp.maximum(self.cnt, 1).astype(g.data.dtype))
+            gm = g / wrap(xp.maximum(self.cnt, 1).astype(g.array.dtype))
             gi = gm if hit is None else masked_fill(gm, wrap(hit), 0)
             gs = _gather(gm, dim, idx)
         elif red == "prod":
             gi, gs = _prod_grads(g, x, s, out, dim, idx, hit, self.include_self)
         else:
-            gi, gs = _extreme_grads(g, x.data, s.data, out.data, dim, idx, hit)
+            gi, gs = _extreme_grads(g, x.array, s.array, out.array, dim, idx, hit)
         return (gi if nx[0] is not None else None,
                 _pad(gs, sshape) if nx[1] is not None else None)
 
 
 def _extreme_grads(g, xd, sd, od, dim, idx, hit):
     """amax/amin: the gradient is shared evenly by the elements equal to the result."""
-    xp = B.namespace(g.data)
-    dt = g.data.dtype
+    xp = B.namespace(g.array)
+    dt = g.array.dtype
     on_self = xd == od
     if hit is not None:
         on_self &= ~hit
@@ -1200,9 +1200,9 @@ def _prod_grads(g, x, s, out, dim, idx, hit, include_self):
     e that is ``out / e`` (``out`` differentiable, so second derivatives through the other
     members are right); for the only zero of a group it is the product of the rest, computed
     with zeros masked to one; with two or more zeros it is 0."""
-    s = _slice(s, tuple(slice(0, n) for n in idx.shape)) if s.data.shape != idx.shape else s
-    xz = x.data == 0
-    sz = s.data == 0
+    s = _slice(s, tuple(slice(0, n) for n in idx.shape)) if s.array.shape != idx.shape else s
+    xz = x.array == 0
+    sz = s.array == 0
     zc = (xz if hit is None else xz & ~hit).astype(_int64)
     _scatter_arr(zc, dim, idx, sz.astype(_int64), "sum")
     xm = masked_fill(x, wrap(xz), 1)
@@ -1221,9 +1221,9 @@ def _prod_grads(g, x, s, out, dim, idx, hit, include_self):
 
 
 def _scatter_reduce(input, dim, idx, src, reduce, include_self=True):
-    d = input.data
+    d = input.array
     out = d.copy()
-    cnt = _scatter_arr(out, dim, idx, _corner(src.data, idx.shape), reduce, include_self)
+    cnt = _scatter_arr(out, dim, idx, _corner(src.array, idx.shape), reduce, include_self)
     res = wrap(out)
     if STATE.enabled and (input.requires_grad or src.requires_grad):
         n = new_node(ScatterReduceBackward)
@@ -1245,7 +1245,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
                            f"{reduce!r}")
     src = src if _is_tensor(src) else to_tensor(src, input, name="src")
     dim, a = _check_scatter("scatter_reduce", input, dim, index, src)
-    if input.data.ndim == 0:
+    if input.array.ndim == 0:
         x, s = _flat_args(input, src)
         return _back_to_0d(_scatter_reduce(x, 0, a, s, r, include_self), True)
     return _scatter_reduce(input, dim, a, src, r, include_self)
@@ -1256,32 +1256,32 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 def take(input, index):
     """``input`` read as 1-d at ``index`` (negative indices count from the end); the result
     has ``index``'s shape."""
-    d = input.data
+    d = input.array
     a = _index_arr(index, d, "take")
     a = _keep(_bounds(a.reshape(-1), d.size, 0, True, "take"), input)
-    shape = np.shape(index.data if _is_tensor(index) else np.asarray(index))
+    shape = np.shape(index.array if _is_tensor(index) else np.asarray(index))
     return reshape(_index_select(reshape(input, (-1,)), 0, a), shape)
 
 
 def put(input, index, source, accumulate=False):
     """``input`` read as 1-d with ``source`` written (or added) at ``index``."""
-    d = input.data
+    d = input.array
     a = _index_arr(index, d, "put")
     src = source if _is_tensor(source) else to_tensor(source, input, name="source")
-    if src.data.size != a.size:
+    if src.array.size != a.size:
         raise IndexError("put_(): Expected source and index to have the same number of "
-                         f"elements, but got source.numel() = {src.data.size}, index.numel() = "
+                         f"elements, but got source.numel() = {src.array.size}, index.numel() = "
                          f"{a.size}")
     a = _bounds(a.reshape(-1), d.size, 0, True, "put")
     flat = reshape(input, (-1,))
-    k = _parse(flat.data, (a,))
+    k = _parse(flat.array, (a,))
     return reshape(_index_put(flat, k, reshape(src, (-1,)), accumulate), d.shape)
 
 
 def take_along_dim(input, indices, dim=None):
     """Values of ``input`` at ``indices`` along ``dim`` (the two broadcast in the other
     dims); ``dim=None`` reads both flattened."""
-    d = input.data
+    d = input.array
     a = _index_arr(indices, d, "take_along_dim")
     if dim is None:
         a = _keep(_bounds(a.reshape(-1), d.size, 0, True, "take_along_dim"), input)
@@ -1314,27 +1314,27 @@ class MaskedFillBackward(Node):
         gi = gv = None
         if nx[0] is not None:
             gi = masked_fill(g, m, 0)
-            if gi.data.shape != self.shape:
+            if gi.array.shape != self.shape:
                 gi = sum_to(gi, self.shape)
         if nx[1] is not None:
             gv = where(m, g, 0.0).sum()
-            if gv.data.dtype != self.vdtype:
+            if gv.array.dtype != self.vdtype:
                 gv = gv._cast(self.vdtype)
         return gi, gv
 
 
 def masked_fill(input, mask, value):
     """``input`` with ``value`` (a number or a 0-d tensor) where ``mask`` is True."""
-    d = input.data
+    d = input.array
     m = _mask_arr(mask, d, "masked_fill_")
     xp = B.namespace(d)
     vt = None
     if _is_tensor(value):
-        if value.data.ndim != 0:
+        if value.array.ndim != 0:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
-                               f"tensor with {value.data.ndim} dimension(s).")
+                               f"tensor with {value.array.ndim} dimension(s).")
         vt = value
-        v = value.data.astype(d.dtype)
+        v = value.array.astype(d.dtype)
         if type(v) is not type(d):
             v = xp.asarray(B.to_device(v, "cpu") if B.is_cuda_array(v) else v)
     else:
@@ -1349,39 +1349,39 @@ def masked_fill(input, mask, value):
     if STATE.enabled and (input.requires_grad or (vt is not None and vt.requires_grad)):
         n = new_node(MaskedFillBackward)
         n.mask, n.shape = m, d.shape
-        n.vdtype = vt.data.dtype if vt is not None else None
+        n.vdtype = vt.array.dtype if vt is not None else None
         record(n, out, input, vt)
     return out
 
 
 def masked_select(input, mask):
     """1-d tensor of the elements of ``input`` where ``mask`` (broadcast) is True."""
-    d = input.data
+    d = input.array
     m = _mask_arr(mask, d, "masked_select")
     shape = _broadcast_shape(d.shape, m.shape)
     x = expand(input, shape) if shape != d.shape else input
     m = B.namespace(m).broadcast_to(m, shape) if m.shape != shape else m
-    return _take_key(x, _parse(x.data, (m,) if m.ndim else m))
+    return _take_key(x, _parse(x.array, (m,) if m.ndim else m))
 
 
 def masked_scatter(input, mask, source):
     """``input`` with the positions where ``mask`` is True filled, in order, by the first
     elements of ``source``."""
-    d = input.data
+    d = input.array
     m = _mask_arr(mask, d, "masked_scatter_")
     shape = _broadcast_shape(d.shape, m.shape)
     x = expand(input, shape) if shape != d.shape else input
     m = B.namespace(m).broadcast_to(m, shape) if m.shape != shape else m
     src = source if _is_tensor(source) else to_tensor(source, input, name="source")
-    if src.data.dtype != d.dtype:
+    if src.array.dtype != d.dtype:
         raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but "
-                           f"got {D.name(d.dtype)} and {D.name(src.data.dtype)}")
+                           f"got {D.name(d.dtype)} and {D.name(src.array.dtype)}")
     cnt = int(m.sum())
-    if src.data.size < cnt:
+    if src.array.size < cnt:
         raise RuntimeError(f"masked_scatter_: the mask has {cnt} True elements but source "
-                           f"has only {src.data.size}: source must have at least as many")
+                           f"has only {src.array.size}: source must have at least as many")
     vals = _slice(reshape(src, (-1,)), (slice(0, cnt),))
-    return _index_put(x, _parse(x.data, (m,) if m.ndim else m), vals, False)
+    return _index_put(x, _parse(x.array, (m,) if m.ndim else m), vals, False)
 
 
 class WhereBackward(Node):
@@ -1403,7 +1403,7 @@ def where(condition, input=None, other=None):
     from .elementwise import _operands
 
     cond = condition if _is_tensor(condition) else to_tensor(condition)
-    c = cond.data
+    c = cond.array
     if c.dtype.kind != "b":
         raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {D.name(c.dtype)}")
@@ -1430,9 +1430,9 @@ def where(condition, input=None, other=None):
                           (yt is not None and yt.requires_grad)):
         n = new_node(WhereBackward)
         if xt is not None:
-            n.ashape, n.adtype = xt.data.shape, xt.data.dtype
+            n.ashape, n.adtype = xt.array.shape, xt.array.dtype
         if yt is not None:
-            n.bshape, n.bdtype = yt.data.shape, yt.data.dtype
+            n.bshape, n.bdtype = yt.array.shape, yt.array.dtype
         n.save(cond)
         record(n, out, xt, yt)
     return out
@@ -1441,7 +1441,7 @@ def where(condition, input=None, other=None):
 def nonzero(input, *, as_tuple=False):
     """Indices of the non-zero elements: an ``(n, ndim)`` int64 tensor, or with
     ``as_tuple=True`` one 1-d tensor per dim."""
-    d = input.data if _is_tensor(input) else np.asarray(input)
+    d = input.array if _is_tensor(input) else np.asarray(input)
     xp = B.namespace(d)
     if d.ndim == 0:
         hits = xp.nonzero(d.reshape(1))[0].astype(_int64)
@@ -1497,7 +1497,7 @@ class IndexOps:
     def masked_fill_(self, mask, value):
         if _grad_inplace(self, value):
             return _inplace(self, masked_fill, mask, value)
-        d = self.data
+        d = self.array
         m = _mask_arr(mask, d, "masked_fill_")
         _check_writeable(d)
         v = value.item() if _is_tensor(value) else value
@@ -1510,7 +1510,7 @@ class IndexOps:
         return self
 
     def index_put_(self, indices, values, accumulate=False):
-        d = self.data
+        d = self.array
         k = _parse(d, tuple(indices))
         if _grad_inplace(self, values):
             return _inplace(self, _index_put, k, values, accumulate)
@@ -1520,37 +1520,37 @@ class IndexOps:
         return self
 
     def index_add_(self, dim, index, source, *, alpha=1):
-        if _grad_inplace(self, source) or self.data.ndim == 0:
+        if _grad_inplace(self, source) or self.array.ndim == 0:
             return _inplace(self, index_add, dim, index, source, alpha=alpha)
-        d = self.data
+        d = self.array
         dim, a = _dim_index(self, dim, index, "index_add_")
         src = source if _is_tensor(source) else to_tensor(source, self, name="source")
-        _check_source("index_add_", d, src.data, dim, a.size)
+        _check_source("index_add_", d, src.array, dim, a.size)
         _check_writeable(d)
-        _add_at(d, dim, a, src.data if alpha == 1 else src.data * alpha)
+        _add_at(d, dim, a, src.array if alpha == 1 else src.array * alpha)
         self._bump()
         return self
 
     def index_copy_(self, dim, index, source):
-        if _grad_inplace(self, source) or self.data.ndim == 0:
+        if _grad_inplace(self, source) or self.array.ndim == 0:
             return _inplace(self, index_copy, dim, index, source)
-        d = self.data
+        d = self.array
         dim, a = _dim_index(self, dim, index, "index_copy_")
         src = source if _is_tensor(source) else to_tensor(source, self, name="source")
-        _check_source("index_copy_", d, src.data, dim, a.size)
+        _check_source("index_copy_", d, src.array, dim, a.size)
         _check_writeable(d)
-        d[(_ALL,) * dim + (a,)] = src.data
+        d[(_ALL,) * dim + (a,)] = src.array
         self._bump()
         return self
 
     def index_fill_(self, dim, index, value):
-        if _grad_inplace(self, value) or self.data.ndim == 0:
+        if _grad_inplace(self, value) or self.array.ndim == 0:
             return _inplace(self, index_fill, dim, index, value)
-        d = self.data
+        d = self.array
         if _is_tensor(value):
-            if value.data.ndim != 0:
+            if value.array.ndim != 0:
                 raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but "
-                                   f"got tensor with {value.data.ndim} dimension(s).")
+                                   f"got tensor with {value.array.ndim} dimension(s).")
             value = value.item()
         dim, a = _dim_index(self, dim, index, "index_fill_", negative=True)
         _check_writeable(d)

@@ -23,13 +23,13 @@ def _shape_str(s):
 
 def _dim_error(op, name, want, t):
     return RuntimeError(f"{op}: expected {name} to be a {want}-D tensor, but got a "
-                        f"{t.data.ndim}-D tensor of shape {list(t.data.shape)}")
+                        f"{t.array.ndim}-D tensor of shape {list(t.array.shape)}")
 
 
 def _same_dtype(op, a, b):
-    if a.data.dtype is not b.data.dtype and a.data.dtype != b.data.dtype:
+    if a.array.dtype is not b.array.dtype and a.array.dtype != b.array.dtype:
         raise RuntimeError(f"{op}: expected both inputs to have the same dtype, but got "
-                           f"{D.name(a.data.dtype)} and {D.name(b.data.dtype)}")
+                           f"{D.name(a.array.dtype)} and {D.name(b.array.dtype)}")
 
 
 # --------------------------------------------------------------------------- matmul
@@ -46,7 +46,7 @@ class MatmulBackward(Node):
         ga = gb = None
         if bn == 2 and an >= 2 and not STATE.enabled:
             # no graph is being built (no create_graph): plain GEMMs on the arrays
-            gd, ad, bd = g.data, a.data, b.data
+            gd, ad, bd = g.array, a.array, b.array
             if nx[0] is not None:
                 ga = wrap(gd @ bd.T)
             if nx[1] is not None:
@@ -121,7 +121,7 @@ def _matmul_error(a, b, failed=True):
 def matmul(input, other):
     """Matrix product with PyTorch's rank rules: 1-D x 1-D is a dot product, a 1-D operand is
     promoted to a matrix and the added dim removed, leading (batch) dims broadcast."""
-    a, b = input.data, other.data
+    a, b = input.array, other.array
     # float/int fast path: go straight to the BLAS-backed ``@``; checks only on failure
     if a.dtype is not b.dtype or a.ndim == 0 or b.ndim == 0 or a.dtype.kind == "b" or \
             type(a) is not type(b):
@@ -146,15 +146,15 @@ def matmul(input, other):
 
 
 def mm(input, mat2):
-    if input.data.ndim != 2:
+    if input.array.ndim != 2:
         raise _dim_error("mm", "mat1 (self)", 2, input)
-    if mat2.data.ndim != 2:
+    if mat2.array.ndim != 2:
         raise _dim_error("mm", "mat2", 2, mat2)
     return matmul(input, mat2)
 
 
 def _check_bmm(op, b1, b2):
-    a, b = b1.data, b2.data
+    a, b = b1.array, b2.array
     if a.ndim != 3:
         raise _dim_error(op, "batch1", 3, b1)
     if b.ndim != 3:
@@ -172,18 +172,18 @@ def bmm(input, mat2):
 
 
 def mv(input, vec):
-    if input.data.ndim != 2:
+    if input.array.ndim != 2:
         raise _dim_error("mv", "mat (self)", 2, input)
-    if vec.data.ndim != 1:
+    if vec.array.ndim != 1:
         raise _dim_error("mv", "vec", 1, vec)
-    if input.data.shape[1] != vec.data.shape[0]:
-        raise RuntimeError(f"size mismatch, got input ({input.data.shape[0]}), mat "
-                           f"({_shape_str(input.data.shape)}), vec ({vec.data.shape[0]})")
+    if input.array.shape[1] != vec.array.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({input.array.shape[0]}), mat "
+                           f"({_shape_str(input.array.shape)}), vec ({vec.array.shape[0]})")
     return matmul(input, vec)
 
 
 def dot(input, other):
-    a, b = input.data, other.data
+    a, b = input.array, other.array
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
     if a.dtype != b.dtype:
@@ -194,14 +194,14 @@ def dot(input, other):
 
 def vdot(input, other):
     """``sum(conj(input) * other)`` over two 1-D tensors (``dot`` for real ones)."""
-    if input.data.dtype.kind == "c":
+    if input.array.dtype.kind == "c":
         dot(input, other)  # the same argument checks
         return (input.conj() * other).sum()
     return dot(input, other)
 
 
 def inner(input, other):
-    a, b = input.data, other.data
+    a, b = input.array, other.array
     if a.ndim == 0 or b.ndim == 0:
         return input * other
     if a.shape[-1] != b.shape[-1]:
@@ -212,9 +212,9 @@ def inner(input, other):
 
 def outer(input, vec2):
     for name, t in (("self", input), ("vec2", vec2)):
-        if t.data.ndim != 1:
+        if t.array.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got "
-                               f"{t.data.ndim}-D")
+                               f"{t.array.ndim}-D")
     return input.reshape(-1, 1) * vec2.reshape(1, -1)
 
 
@@ -232,9 +232,9 @@ def _scaled_add(op, input, prod, beta, alpha):
         return prod
     input = to_tensor(input, prod, name="input")
     out = prod + (input if beta == 1 else input * beta)
-    if out.data.shape != prod.data.shape:
-        raise RuntimeError(f"{op}: input of shape {list(input.data.shape)} cannot be broadcast "
-                           f"to the product's shape {list(prod.data.shape)}")
+    if out.array.shape != prod.array.shape:
+        raise RuntimeError(f"{op}: input of shape {list(input.array.shape)} cannot be broadcast "
+                           f"to the product's shape {list(prod.array.shape)}")
     return out
 
 
@@ -258,8 +258,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``, as one GEMM."""
     _check_bmm("addbmm", batch1, batch2)
-    nb, n, m = batch1.data.shape
-    p = batch2.data.shape[2]
+    nb, n, m = batch1.array.shape
+    p = batch2.array.shape[2]
     prod = matmul(batch1.permute(1, 0, 2).reshape(n, nb * m), batch2.reshape(nb * m, p))
     return _scaled_add("addbmm", input, prod, beta, alpha)
 
@@ -275,8 +275,8 @@ class EinsumBackward(Node):
 
     def backward(self, g):
         ts = self.unpack()
-        xp = B.namespace(g.data)
-        dt = g.data.dtype
+        xp = B.namespace(g.array)
+        dt = g.array.dtype
         used = set("".join(self.subs) + self.out)
         fresh = [c for c in string.ascii_letters if c not in used]
         grads = []
@@ -309,7 +309,7 @@ class EinsumBackward(Node):
 
 def _einsum(subs, out_subs, tensors):
     """einsum over explicit, consistent letters (no '...', no broadcasting)."""
-    arrays = [t.data for t in tensors]
+    arrays = [t.array for t in tensors]
     xp = B.namespace(arrays[0])
     eq = ",".join(subs) + "->" + out_subs
     big = len(arrays) > 1 and sum(a.size for a in arrays) > 4096
@@ -396,11 +396,11 @@ def einsum(equation, *operands):
         operands = tuple(operands[0])
     if not operands:
         raise ValueError("einsum(): must provide at least one operand")
-    subs, out = _parse_einsum(equation, [t.data.shape for t in operands])
-    first = operands[0].data
+    subs, out = _parse_einsum(equation, [t.array.shape for t in operands])
+    first = operands[0].array
     sizes = {}
     for i, (s, t) in enumerate(zip(subs, operands)):
-        d = t.data
+        d = t.array
         if type(d) is not type(first):
             raise device_error("einsum", first, d)
         if d.dtype != first.dtype:
@@ -421,7 +421,7 @@ def einsum(equation, *operands):
     ts = []
     for s, t in zip(subs, operands):
         target = tuple(sizes[c] for c in s)
-        ts.append(t if target == t.data.shape else expand_to(t, target))
+        ts.append(t if target == t.array.shape else expand_to(t, target))
     return _einsum(subs, out, ts)
 
 
@@ -430,8 +430,8 @@ def einsum(equation, *operands):
 def tensordot(a, b, dims=2):
     """Contract ``dims`` (an int: a's last and b's first dims; or two lists of dims) as one
     matrix product."""
-    na, nb = a.data.ndim, b.data.ndim
-    if hasattr(dims, "data") and hasattr(dims, "grad_fn"):
+    na, nb = a.array.ndim, b.array.ndim
+    if hasattr(dims, "array") and hasattr(dims, "grad_fn"):
         dims = dims.tolist()
     if isinstance(dims, int):
         if dims < 0:
@@ -451,7 +451,7 @@ def tensordot(a, b, dims=2):
                                f"{len(da)} and {len(db)}")
         da = [norm_dim(d, na) for d in da]
         db = [norm_dim(d, nb) for d in db]
-    sa, sb = a.data.shape, b.data.shape
+    sa, sb = a.array.shape, b.array.shape
     for x, y in zip(da, db):
         if sa[x] != sb[y]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
@@ -478,7 +478,7 @@ def _prod(shape):
 
 def kron(input, other):
     """Kronecker product: block (i, j, ...) of the result is ``input[i, j, ...] * other``."""
-    sa, sb = input.data.shape, other.data.shape
+    sa, sb = input.array.shape, other.array.shape
     nd = max(len(sa), len(sb))
     sa = (1,) * (nd - len(sa)) + sa
     sb = (1,) * (nd - len(sb)) + sb
@@ -508,7 +508,7 @@ class DiagEmbedBackward(Node):
 
 def _diagonal(x):
     """Main diagonal of the last two dims (a copy), differentiable."""
-    d = x.data
+    d = x.array
     xp = B.namespace(d)
     out = wrap(xp.ascontiguousarray(xp.diagonal(d, axis1=-2, axis2=-1)))
     if STATE.enabled and x.requires_grad:
@@ -520,7 +520,7 @@ def _diagonal(x):
 
 def _diag_embed(v, m=None, n=None):
     """(..., k) -> (..., m, n) zeros with ``v`` on the main diagonal, differentiable."""
-    d = v.data
+    d = v.array
     k = d.shape[-1]
     m = k if m is None else m
     n = k if n is None else n
@@ -535,9 +535,9 @@ def _diag_embed(v, m=None, n=None):
 
 
 def trace(input):
-    if input.data.ndim != 2:
+    if input.array.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim "
-                           f"{input.data.ndim}")
+                           f"{input.array.ndim}")
     return _diagonal(input).sum()
 
 
@@ -555,7 +555,7 @@ class CrossBackward(Node):
 
 
 def _cross(input, other, dim, op="linalg.cross"):
-    a, b = input.data, other.data
+    a, b = input.array, other.array
     if type(a) is not type(b):
         raise device_error(op, a, b)
     _same_dtype(op, input, other)
@@ -637,11 +637,11 @@ def svd(input, some=True, compute_uv=True):
     la = _la()
     if not compute_uv:
         s = la.svdvals(input)
-        xp = B.namespace(input.data)
-        m, n = input.data.shape[-2:]
+        xp = B.namespace(input.array)
+        m, n = input.array.shape[-2:]
         k = min(m, n)
-        bs = input.data.shape[:-2]
-        z = input.data.dtype
+        bs = input.array.shape[:-2]
+        z = input.array.dtype
         return la._svd_old(wrap(xp.zeros(bs + (m, k if some else m), z)), s,
                            wrap(xp.zeros(bs + (n, k if some else n), z)))
     u, s, vh = la.svd(input, full_matrices=not some)
@@ -703,7 +703,7 @@ class LinalgOps:
 
     @property
     def T(self):
-        nd = self.data.ndim
+        nd = self.array.ndim
         return self.permute(tuple(range(nd - 1, -1, -1))) if nd > 1 else self
 
 

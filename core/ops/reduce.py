@@ -98,7 +98,7 @@ def _index(nd, ax, sl):
 
 
 def _check_float(input, op):
-    dt = input.data.dtype
+    dt = input.array.dtype
     if not _is_float(dt):
         raise RuntimeError(f"{op}(): expected a floating point input, but got a tensor of dtype "
                            f"{D.name(dt)}")
@@ -178,7 +178,7 @@ class PutBackward(Node):
 
 def _take(x, idx, dim, unique=True):
     """``x`` gathered at ``idx`` along ``dim`` (``unique``: no index repeats in a slice)."""
-    d = x.data
+    d = x.array
     out = wrap(B.namespace(d).take_along_axis(d, idx, axis=dim))
     if STATE.enabled and x.requires_grad:
         n = new_node(TakeBackward)
@@ -189,7 +189,7 @@ def _take(x, idx, dim, unique=True):
 
 def _put(g, idx, dim, shape, unique=True):
     """Zeros of ``shape`` with ``g`` added at ``idx`` along ``dim``."""
-    gd = g.data
+    gd = g.array
     xp = B.namespace(gd)
     out = xp.zeros(math.prod(shape), dtype=gd.dtype)
     lin = _flat_index(xp, idx, dim, shape).reshape(-1)
@@ -223,7 +223,7 @@ class SumBackward(Node):
         if self.scale is not None:
             g = g * self.scale
         g = expand_to(_restore_dims(g, self.shape, self.dims, self.keepdim), self.shape)
-        if g.data.dtype is not self.dtype:
+        if g.array.dtype is not self.dtype:
             g = g._cast(self.dtype)
         return (g,)
 
@@ -289,13 +289,13 @@ def _sum_arr(d, dims, keepdim, dt):
 
 def _reduce_node(out, input, dims, keepdim, scale):
     n = new_node(SumBackward)
-    n.shape, n.dims, n.keepdim, n.dtype, n.scale = input.data.shape, dims, keepdim, \
-        input.data.dtype, scale
+    n.shape, n.dims, n.keepdim, n.dtype, n.scale = input.array.shape, dims, keepdim, \
+        input.array.dtype, scale
     record(n, out, input)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
-    d = input.data
+    d = input.array
     dims = _dims(dim, d.ndim)
     dt = D.to_dtype(dtype)
     if dt is None and d.dtype.kind in "bui":
@@ -307,14 +307,14 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
-    d = input.data
+    d = input.array
     if not _is_float(d.dtype):
         return sum(input, dim, keepdim, dtype=dtype)
     return sum(_masked_fill(input, wrap(B.namespace(d).isnan(d)), 0.0), dim, keepdim, dtype=dtype)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
-    d = input.data
+    d = input.array
     dt = D.to_dtype(dtype)
     if not _is_float(dt or d.dtype):
         raise RuntimeError(
@@ -322,7 +322,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
             f"or complex dtype. Got: {D.name(dt or d.dtype)}")
     if dt is not None and dt is not d.dtype:
         input = input._cast(dt)
-        d = input.data
+        d = input.array
     dims = _dims(dim, d.ndim)
     count = _numel(d.shape, dims)
     if count == 0:
@@ -340,7 +340,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
-    d = input.data
+    d = input.array
     if not _is_float(D.to_dtype(dtype) or d.dtype):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
                            f"but got {D.name(d.dtype)}")
@@ -358,7 +358,7 @@ class ProdBackward(Node):
         shape, dim = self.shape, self.dim
         dims = tuple(range(len(shape))) if dim is None else (dim,)
         g = _restore_dims(g, shape, dims, self.keepdim)
-        xd = x.data
+        xd = x.array
         if xd.size == 0 or xd.size == _numel(shape, [i for i in range(len(shape))
                                                         if i not in dims]):
             return (expand_to(g, shape),)  # nothing reduced away: d prod / dx = 1
@@ -370,9 +370,9 @@ class ProdBackward(Node):
 def _prod_others(x, dim):
     """For each element, the product of the others in its slice (dim ``None``: all), exact
     with zeros. Differentiable (O(n^2) per slice) only when a graph is being built."""
-    shape = x.data.shape
+    shape = x.array.shape
     xm = x.reshape(-1) if dim is None else x.transpose(dim, -1)
-    xd = xm.data
+    xd = xm.array
     xp = B.namespace(xd)
     n = xd.shape[-1]
     if STATE.enabled:  # create_graph: row k of z is the slice with x_k replaced by 1
@@ -388,13 +388,13 @@ def _prod_others(x, dim):
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
-    d = input.data
+    d = input.array
     dt = D.to_dtype(dtype)
     if dt is None and d.dtype.kind in "bui":
         dt = _int64
     if dt is not None and dt is not d.dtype:
         input = input._cast(dt)
-        d = input.data
+        d = input.array
     xp = B.namespace(d)
     acc = np.float32 if _low_precision(d.dtype) else None
     if dim is None or d.ndim == 0:
@@ -425,8 +425,8 @@ class AmaxBackward(Node):
 
     def backward(self, g):
         x, out = self.unpack()
-        od = out.data if self.keepdim else out.data.reshape(_keep_shape(self.shape, self.dims))
-        w = _extreme_weights(x.data, od, self.dims)
+        od = out.array if self.keepdim else out.array.reshape(_keep_shape(self.shape, self.dims))
+        w = _extreme_weights(x.array, od, self.dims)
         return (_restore_dims(g, self.shape, self.dims, self.keepdim) * wrap(w),)
 
 
@@ -434,7 +434,7 @@ def _amax_like(input, dims, keepdim, r):
     out = wrap(r)
     if STATE.enabled and input.requires_grad:
         n = new_node(AmaxBackward)
-        n.shape, n.dims, n.keepdim = input.data.shape, dims, keepdim
+        n.shape, n.dims, n.keepdim = input.array.shape, dims, keepdim
         n.saved = (_saved(input), saved_output(out))
         record(n, out, input)
     return out
@@ -452,7 +452,7 @@ def _check_nonempty(name, d, dims, all_dims):
 
 
 def _amax(input, dim, keepdim, is_max, name):
-    d = input.data
+    d = input.array
     all_dims = dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0)
     dims = _dims(dim, d.ndim)
     _check_nonempty(name, d, dims, all_dims)
@@ -477,7 +477,7 @@ def _select_dim(input, ax, idx, keepdim, rtype):
         if not keepdim:
             vals = vals.reshape(shape)
     else:
-        d = input.data
+        d = input.array
         v = B.namespace(d).take_along_axis(d, idx, axis=ax)
         vals = wrap(v if keepdim else v.reshape(shape))
     if not keepdim:
@@ -488,7 +488,7 @@ def _select_dim(input, ax, idx, keepdim, rtype):
 def _scalar_as_1d(fn, input, *args, **kw):
     """Run a dim-op on a 0-dim tensor as a 1-element vector, and give back 0-dim results."""
     res = fn(input.reshape(1), *args, **kw)
-    return type(res)(*(t.reshape(()) if t.data.size == 1 else t for t in res))
+    return type(res)(*(t.reshape(()) if t.array.size == 1 else t for t in res))
 
 
 def _extreme(input, dim, keepdim, other, is_max):
@@ -499,7 +499,7 @@ def _extreme(input, dim, keepdim, other, is_max):
         from .elementwise import maximum, minimum
 
         return maximum(input, other) if is_max else minimum(input, other)
-    d = input.data
+    d = input.array
     if dim is None:
         _check_nonempty(name, d, (), True)
         return _amax_like(input, tuple(range(d.ndim)), False, d.max() if is_max else d.min())
@@ -528,7 +528,7 @@ def min(input, dim=None, keepdim=False, *, other=None):
 
 def _arg_extreme(input, dim, keepdim, is_max):
     name = "argmax" if is_max else "argmin"
-    d = input.data
+    d = input.array
     if d.dtype.kind == "b":
         raise RuntimeError(f"{name}(): does not support bool input")
     xp = B.namespace(d)
@@ -566,7 +566,7 @@ class VarBackward(Node):
         g = _restore_dims(g, self.shape, self.dims, self.keepdim)
         if self.is_std:  # d std = d var / (2 std); zero where std == 0, as in PyTorch
             o = _restore_dims(out, self.shape, self.dims, self.keepdim)
-            zero = wrap(o.data == 0)
+            zero = wrap(o.array == 0)
             g = _masked_fill(g / _masked_fill(o * 2, zero, 1.0), zero, 0.0)
         xc = x - mean(x, self.dims, keepdim=True)
         return (g * xc * (2.0 / self.dof if self.dof else _INF),)
@@ -585,7 +585,7 @@ def _var_std(input, dim, unbiased, keepdim, correction, is_std):
     if isinstance(dim, _bi.bool):  # var(x, unbiased)
         dim, unbiased = None, dim
     corr = _correction(name, unbiased, correction)
-    d = input.data
+    d = input.array
     if not _is_float(d.dtype):
         raise RuntimeError(f"std and var only support floating point and complex dtypes, but "
                            f"{name}() got {D.name(d.dtype)}")
@@ -649,15 +649,15 @@ class NormBackward(Node):
             return (g * x.sign(),)
         o = _restore_dims(out, shape, dims, self.keepdim)
         if p == _INF or p == -_INF:
-            w = _extreme_weights(B.namespace(x.data).abs(x.data), o.data, dims)
+            w = _extreme_weights(B.namespace(x.array).abs(x.array), o.array, dims)
             return (g * x.sign() * wrap(w),)
-        zero = wrap(o.data == 0)
+        zero = wrap(o.array == 0)
         onz = _masked_fill(o, zero, 1.0)
         if p == 2:
             return (x * _masked_fill(g / onz, zero, 0.0),)
         a = x.abs()
         if p < 1:
-            xz = wrap(x.data == 0)
+            xz = wrap(x.array == 0)
             xs = _masked_fill(x.sign() * _masked_fill(a, xz, 1.0).pow(p - 1), xz, 0.0)
         elif p < 2:
             xs = x.sign() * a.pow(p - 1)
@@ -667,7 +667,7 @@ class NormBackward(Node):
 
 
 def _vector_norm(input, p, dims, keepdim):
-    d = input.data
+    d = input.array
     if not _is_float(d.dtype):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {D.name(d.dtype)}")
@@ -707,7 +707,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     ``-inf`` and 0 included) or ``'fro'`` (the 2-norm over at most two dims)."""
     if dtype is not None:
         input = input._cast(D.to_dtype(dtype))
-    nd = input.data.ndim
+    nd = input.array.ndim
     if isinstance(p, str):
         if p != "fro":
             raise RuntimeError(f"norm(): p={p!r} is not supported; use 'fro' or a number")
@@ -729,14 +729,14 @@ class LogsumexpBackward(Node):
         g = _restore_dims(g, self.shape, self.dims, self.keepdim)
         out = _restore_dims(out, self.shape, self.dims, self.keepdim)
         if not STATE.enabled:  # no graph to build: array arithmetic
-            r = B.namespace(x.data).exp(x.data - out.data)
-            r *= g.data
+            r = B.namespace(x.array).exp(x.array - out.array)
+            r *= g.array
             return (wrap(r),)
         return (g * (x - out).exp(),)
 
 
 def logsumexp(input, dim, keepdim=False):
-    d = input.data
+    d = input.array
     if not _is_float(d.dtype):
         d = d.astype(D.get_default_dtype())
     dims = _dims(dim, d.ndim)
@@ -767,7 +767,7 @@ class SoftmaxBackward(Node):
     def backward(self, g):
         (y,) = self.unpack()
         if not STATE.enabled:  # no graph to build: array arithmetic with fewer temporaries
-            gd, yd = g.data, y.data
+            gd, yd = g.array, y.array
             xp = B.namespace(yd)
             if self.log:
                 r = xp.exp(yd)
@@ -794,7 +794,7 @@ def _softmax(input, dim, dtype, log):
     if dtype is not None:
         input = input._cast(D.to_dtype(dtype))
     _check_float(input, name)
-    d = input.data
+    d = input.array
     dims = (norm_dim(dim, d.ndim),) if d.ndim else ()
     xp = B.namespace(d)
     if d.size == 0:
@@ -831,14 +831,14 @@ class CumsumBackward(Node):
     __slots__ = ("dim",)
 
     def backward(self, g):
-        return (g if g.data.ndim == 0 else _revcumsum(g, self.dim),)
+        return (g if g.array.ndim == 0 else _revcumsum(g, self.dim),)
 
 
 def _cum_input(input, dtype):
     dt = D.to_dtype(dtype)
-    if dt is None and input.data.dtype.kind in "bui":
+    if dt is None and input.array.dtype.kind in "bui":
         dt = _int64
-    if dt is not None and dt is not input.data.dtype:
+    if dt is not None and dt is not input.array.dtype:
         input = input._cast(dt)
     return input
 
@@ -847,7 +847,7 @@ def _cum_forward(name, input, dim, dtype):
     """``(input, axis, out)`` of ``xp.cumsum``/``xp.cumprod`` (float16/bfloat16 accumulate in
     float32), before any graph is recorded."""
     input = _cum_input(input, dtype)
-    d = input.data
+    d = input.array
     ax = norm_dim(dim, d.ndim)
     fn = getattr(B.namespace(d), name)
     if d.ndim == 0:
@@ -873,14 +873,14 @@ class CumprodBackward(Node):
 
     def backward(self, g):
         x, y = self.unpack()
-        ax, xd = self.dim, x.data
+        ax, xd = self.dim, x.array
         if xd.ndim == 0 or xd.size == 0 or xd.shape[ax] == 1:
             return (g,)
         xp = B.namespace(xd)
         if not bool((xd == 0).any()):
             return (_revcumsum(g * y, ax) / x,)
         if not STATE.enabled:
-            return (wrap(_cumprod_grad_zeros(xp, xd, y.data, g.data, ax)),)
+            return (wrap(_cumprod_grad_zeros(xp, xd, y.array, g.array, ax)),)
         # create_graph with zeros: d y_j / d x_k = cumprod of the slice with x_k replaced by
         # 1, taken at j >= k. Exact to every order; O(n^2) per slice.
         n = xd.shape[ax]
@@ -921,7 +921,7 @@ def cumprod(input, dim, *, dtype=None):
 # ------------------------------------------------------------------- cummax / cummin / logcumsumexp
 
 def _cum_extreme(input, dim, is_max):
-    d = input.data
+    d = input.array
     ax = norm_dim(dim, d.ndim)
     if d.ndim == 0:
         return _scalar_as_1d(_cum_extreme, input, 0, is_max)
@@ -956,7 +956,7 @@ class LogcumsumexpBackward(Node):
         x, y = self.unpack()
         ax = self.dim
         # sum_{k >= i} g_k exp(x_i - y_k), in log space with the signs of g kept apart
-        gd = g.data
+        gd = g.array
         if gd.dtype == D.bfloat16:
             import ml_dtypes
 
@@ -976,7 +976,7 @@ class LogcumsumexpBackward(Node):
 def logcumsumexp(input, dim):
     """log(cumsum(exp(x))) along ``dim``, computed stably."""
     _check_float(input, "logcumsumexp")
-    d = input.data
+    d = input.array
     ax = norm_dim(dim, d.ndim)
     xp = B.namespace(d)
     r = d.copy() if d.ndim == 0 else _scan(xp, "logaddexp", d, ax)
@@ -994,7 +994,7 @@ def logcumsumexp(input, dim):
 # ------------------------------------------------------------------------ all / any / count_nonzero
 
 def _logical_reduce(input, dim, keepdim, is_all):
-    d = input.data
+    d = input.array
     dims = _dims(dim, d.ndim)
     xp = B.namespace(d)
     r = (xp.all if is_all else xp.any)(d, axis=dims, keepdims=keepdim)
@@ -1012,7 +1012,7 @@ def any(input, dim=None, keepdim=False):
 
 
 def count_nonzero(input, dim=None):
-    d = input.data
+    d = input.array
     dims = _dims(dim, d.ndim)
     xp = B.namespace(d)
     r = (d != 0).sum(axis=dims, dtype=_int64)
@@ -1024,7 +1024,7 @@ def count_nonzero(input, dim=None):
 def sort(input, dim=-1, descending=False, stable=False):
     """``(values, indices)`` sorted along ``dim``. With ``stable=True`` equal elements keep
     their order; without it the order of equal elements is unspecified (as in PyTorch)."""
-    d = input.data
+    d = input.array
     ax = norm_dim(dim, d.ndim)
     if d.ndim == 0:
         return _scalar_as_1d(sort, input, 0, descending)
@@ -1033,7 +1033,7 @@ def sort(input, dim=-1, descending=False, stable=False):
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
-    d = input.data
+    d = input.array
     ax = norm_dim(dim, d.ndim)
     xp = B.namespace(d)
     if d.ndim == 0:
@@ -1063,7 +1063,7 @@ def _topk_indices(xp, d, ax, k, largest):
 def topk(input, k, dim=-1, largest=True, sorted=True):
     """The ``k`` largest (``largest=False``: smallest) elements along ``dim`` as
     ``(values, indices)``, in sorted order."""
-    d = input.data
+    d = input.array
     ax = norm_dim(dim, d.ndim)
     n = d.shape[ax] if d.ndim else 1
     k = int(k)
@@ -1078,7 +1078,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 
 def kthvalue(input, k, dim=-1, keepdim=False):
     """The ``k``-th smallest element (1-based) along ``dim``: ``(values, indices)``."""
-    d = input.data
+    d = input.array
     ax = norm_dim(dim, d.ndim)
     n = d.shape[ax] if d.ndim else 1
     k = int(k)
@@ -1095,7 +1095,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 # ------------------------------------------------------------------------------------ median / mode
 
 def _median_all(input, ignore_nan):
-    d = input.data
+    d = input.array
     xp = B.namespace(d)
     flat = d.reshape(-1)
     if _is_float(d.dtype):
@@ -1114,7 +1114,7 @@ def _median_all(input, ignore_nan):
 
 def _median_dim(input, dim, keepdim, ignore_nan):
     name = "nanmedian" if ignore_nan else "median"
-    d = input.data
+    d = input.array
     ax = norm_dim(dim, d.ndim)
     if d.ndim == 0:
         return _scalar_as_1d(_median_dim, input, 0, keepdim, ignore_nan)
@@ -1156,7 +1156,7 @@ def nanmedian(input, dim=None, keepdim=False):
 def mode(input, dim=-1, keepdim=False):
     """The most frequent value along ``dim`` (the smallest on ties) and the index of its last
     occurrence: ``(values, indices)``."""
-    d = input.data
+    d = input.array
     ax = norm_dim(dim, d.ndim)
     if d.ndim == 0:
         return _scalar_as_1d(mode, input, 0, keepdim)
@@ -1227,7 +1227,7 @@ def _unique_out(input, d, ax, keys, order, change, return_inverse, return_counts
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct elements (or, with ``dim``, slices), in sorted order, with optionally the
     index of each input element in them and their counts. Not differentiable."""
-    d = input.data
+    d = input.array
     xp = B.namespace(d)
     if dim is None:
         flat = d.reshape(-1)
@@ -1249,7 +1249,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Collapse runs of equal consecutive elements (slices with ``dim``)."""
-    d = input.data
+    d = input.array
     xp = B.namespace(d)
     if dim is None:
         flat = d.reshape(-1)
@@ -1266,7 +1266,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 def bincount(input, weights=None, minlength=0):
     """Counts of each value of a 1-D non-negative integer tensor (weighted sums with
     ``weights``)."""
-    d = input.data
+    d = input.array
     xp = B.namespace(d)
     if d.ndim != 1 or d.dtype.kind not in "iu" or (d.size and bool((d < 0).any())):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
@@ -1274,7 +1274,7 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError(f"bincount(): minlength should be >= 0, got {minlength}")
     if weights is None:
         return wrap(xp.bincount(d, minlength=minlength).astype(_int64, copy=False))
-    w = weights.data
+    w = weights.array
     if w.shape != d.shape:
         raise RuntimeError(f"bincount(): weights should be 1-d and have the same length as "
                            f"input, got shapes {list(w.shape)} and {list(d.shape)}")
@@ -1286,7 +1286,7 @@ def histc(input, bins=100, min=0, max=0):
     """Histogram of ``bins`` equal-width bins over [min, max] (the data's range when
     min == max); elements outside are ignored. Not differentiable."""
     _check_float(input, "histc")
-    d = input.data
+    d = input.array
     xp = B.namespace(d)
     if bins <= 0:
         raise RuntimeError(f"histc(): bins must be > 0, got {bins}")
@@ -1309,7 +1309,7 @@ def histc(input, bins=100, min=0, max=0):
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """n-th forward difference along ``dim`` (after concatenating ``prepend``/``append``)."""
-    d = input.data
+    d = input.array
     if d.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
@@ -1326,11 +1326,11 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
             from ._util import to_tensor
 
             t = to_tensor(t, input, name=what)
-            if t.data.ndim == 0:
+            if t.array.ndim == 0:
                 shape = list(d.shape)
                 shape[ax] = 1
                 t = expand_to(t, tuple(shape))
-        td = t.data
+        td = t.array
         if td.ndim != d.ndim or _bi.any(td.shape[i] != d.shape[i]
                                          for i in range(d.ndim) if i != ax):
             raise RuntimeError(
@@ -1339,11 +1339,11 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         parts.append(t)
     x = _cat(parts, ax) if len(parts) > 1 else input
     for _ in range(n):
-        size = x.data.shape[ax]
+        size = x.array.shape[ax]
         if size == 0:
             break
-        if x.data.dtype.kind == "b":
-            xd = x.data
+        if x.array.dtype.kind == "b":
+            xd = x.array
             x = wrap(xd[_index(xd.ndim, ax, slice(1, None))] ^ xd[_index(xd.ndim, ax,
                                                                         slice(None, -1))])
         else:

@@ -40,7 +40,7 @@ def _int(v, what="size"):
     """An int argument; a one-element integer tensor is accepted too."""
     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
         return int(v)
-    if hasattr(v, "grad_fn") and v.data.size == 1 and v.data.dtype.kind in "iu":
+    if hasattr(v, "grad_fn") and v.array.size == 1 and v.array.dtype.kind in "iu":
         return int(v.item())
     raise TypeError(f"{what} must be an integer, got {type(v).__name__} ({v!r})")
 
@@ -63,7 +63,7 @@ class ReshapeBackward(Node):
     __slots__ = ("shape",)
 
     def backward(self, g):
-        return (g if g.data.shape == self.shape else reshape(g, self.shape),)
+        return (g if g.array.shape == self.shape else reshape(g, self.shape),)
 
 
 def _infer_shape(shape, size):
@@ -113,20 +113,20 @@ def _try_view(d, shape):
 def _reshape_node(out, input):
     if STATE.enabled and input.requires_grad:
         n = new_node(ReshapeBackward)
-        n.shape = input.data.shape
+        n.shape = input.array.shape
         record(n, out, input)
     return out
 
 
 def _alias_reshape(input, shape):
     """A reshape known to need no copy (squeeze, unsqueeze, unflatten)."""
-    return _reshape_node(_view_of(wrap(input.data.reshape(shape)), input), input)
+    return _reshape_node(_view_of(wrap(input.array.reshape(shape)), input), input)
 
 
 def reshape(input, *shape):
     """``input`` with a new shape (one dim may be -1): a view when the strides allow one,
     else a copy."""
-    d = input.data
+    d = input.array
     shape = _infer_shape(shape, d.size)
     r = d.reshape(shape) if d.flags.c_contiguous else _try_view(d, shape)
     out = wrap(d.reshape(shape)) if r is None else _view_of(wrap(r), input)
@@ -138,7 +138,7 @@ def reshape(input, *shape):
 
 
 def _view_dtype(input, dt):
-    d = input.data
+    d = input.array
     if dt == d.dtype:
         return _alias(input)
     try:
@@ -154,7 +154,7 @@ def _view_dtype(input, dt):
 def view(input, *shape):
     """Like ``reshape`` but always a view; fails when the strides need a copy.
     ``view(dtype)`` reinterprets the bytes."""
-    d = input.data
+    d = input.array
     if len(shape) == 1 and not isinstance(shape[0], _SEQ) and not hasattr(shape[0], "__index__"):
         return _view_dtype(input, D.to_dtype(shape[0]))
     shape = _infer_shape(shape, d.size)
@@ -169,7 +169,7 @@ def view(input, *shape):
 
 def squeeze(input, dim=None):
     """Drop size-1 dims (all, one, or a tuple of dims; a named dim not of size 1 stays)."""
-    shape = input.data.shape
+    shape = input.array.shape
     if dim is None:
         new = tuple(s for s in shape if s != 1)
     else:
@@ -182,19 +182,19 @@ def squeeze(input, dim=None):
 
 def unsqueeze(input, dim):
     """Insert a size-1 dim at ``dim`` (range ``[-ndim-1, ndim]``)."""
-    shape = input.data.shape
+    shape = input.array.shape
     dim = norm_dim(dim, len(shape) + 1)
     return _alias_reshape(input, shape[:dim] + (1,) + shape[dim:])
 
 
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims ``start_dim..end_dim`` into one (a view when possible)."""
-    shape = input.data.shape
+    shape = input.array.shape
     nd = len(shape)
     if nd == 0:
         return reshape(input, (1,))
     if start_dim == 0 and end_dim == -1:
-        return reshape(input, (input.data.size,))
+        return reshape(input, (input.array.size,))
     s, e = norm_dim(start_dim, nd), norm_dim(end_dim, nd)
     if s > e:
         raise RuntimeError(
@@ -210,7 +210,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 def unflatten(input, dim, sizes):
     """Split dim ``dim`` into ``sizes`` (one may be -1); always a view."""
-    shape = input.data.shape
+    shape = input.array.shape
     dim = norm_dim(dim, len(shape))
     sizes = tuple(_int(s) for s in sizes)
     if not sizes:
@@ -251,7 +251,7 @@ def _atleast(k, tensors):
 
 
 def _atleast_one(k, t):
-    shape = t.data.shape
+    shape = t.array.shape
     nd = len(shape)
     if nd >= k:
         return t
@@ -273,7 +273,7 @@ class AliasBackward(Node):
 
 def _alias(input):
     """A new tensor object viewing all of ``input`` (what PyTorch's no-op views return)."""
-    out = _view_of(wrap(input.data.view()), input)
+    out = _view_of(wrap(input.array.view()), input)
     if STATE.enabled and input.requires_grad:
         record(new_node(AliasBackward), out, input)
     return out
@@ -288,7 +288,7 @@ class TransposeBackward(Node):
 
 def transpose(input, dim0, dim1):
     """Swap two dims (a view)."""
-    d = input.data
+    d = input.array
     nd = d.ndim
     d0, d1 = norm_dim(dim0, nd), norm_dim(dim1, nd)
     if d0 == d1 or nd == 0:
@@ -311,7 +311,7 @@ def swapdims(input, dim0, dim1):
 
 def t(input):
     """Transpose of a matrix; 0-d and 1-d tensors come back as they are (as views)."""
-    nd = input.data.ndim
+    nd = input.array.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
     return transpose(input, 0, 1) if nd == 2 else _alias(input)
@@ -327,7 +327,7 @@ class PermuteBackward(Node):
 def permute(input, *dims):
     """Reorder the dims (a view): ``x.permute(2, 0, 1)`` or ``permute(x, (2, 0, 1))``."""
     dims = _varargs(dims)
-    d = input.data
+    d = input.array
     nd = d.ndim
     if len(dims) != nd:
         raise RuntimeError(
@@ -349,7 +349,7 @@ def permute(input, *dims):
 
 def movedim(input, source, destination):
     """Move dims ``source`` to positions ``destination`` (ints or sequences); a view."""
-    nd = input.data.ndim
+    nd = input.array.ndim
     src = (source,) if not isinstance(source, _SEQ) else tuple(source)
     dst = (destination,) if not isinstance(destination, _SEQ) else tuple(destination)
     if len(src) != len(dst):
@@ -379,7 +379,7 @@ def expand(input, *sizes):
     """Broadcast size-1 dims to ``sizes`` (-1 keeps a size) without copying: a read-only view."""
     if len(sizes) == 1 and type(sizes[0]) is not int:
         sizes = _varargs(sizes)
-    d = input.data
+    d = input.array
     shape = d.shape
     lead = len(sizes) - len(shape)
     if lead < 0:
@@ -452,7 +452,7 @@ def broadcast_shapes(*shapes):
 def broadcast_tensors(*tensors):
     """Expand all tensors to their common broadcast shape (views)."""
     tensors = _varargs(tensors)
-    shape = broadcast_shapes(*(t.data.shape for t in tensors))
+    shape = broadcast_shapes(*(t.array.shape for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 
 
@@ -460,13 +460,13 @@ def broadcast_tensors(*tensors):
 
 def _promoted(name, tensors):
     """The common dtype of ``tensors`` (PyTorch promotion); checks devices agree."""
-    dt = tensors[0].data.dtype
-    kind = type(tensors[0].data)
+    dt = tensors[0].array.dtype
+    kind = type(tensors[0].array)
     for t in tensors[1:]:
-        if type(t.data) is not kind:
-            raise device_error(name, tensors[0].data, t.data)
-        if t.data.dtype is not dt:
-            dt = D.promote_types(dt, t.data.dtype)
+        if type(t.array) is not kind:
+            raise device_error(name, tensors[0].array, t.array)
+        if t.array.dtype is not dt:
+            dt = D.promote_types(dt, t.array.dtype)
     return dt
 
 
@@ -478,11 +478,11 @@ class CatBackward(Node):
         off = 0
         for e, s, dt in zip(self.next, self.sizes, self.dtypes):
             if s is None:  # a skipped empty (0,) tensor
-                out.append(None if e is None else wrap(B.namespace(g.data).zeros((0,), dt)))
+                out.append(None if e is None else wrap(B.namespace(g.array).zeros((0,), dt)))
                 continue
             if e is not None:
                 gi = narrow(g, self.dim, off, s)
-                out.append(gi if gi.data.dtype == dt else gi._cast(dt))
+                out.append(gi if gi.array.dtype == dt else gi._cast(dt))
             else:
                 out.append(None)
             off += s
@@ -495,7 +495,7 @@ def cat(tensors, dim=0):
     ts = tensors if type(tensors) is list else list(tensors)
     if not ts:
         raise RuntimeError("cat(): expected a non-empty list of Tensors")
-    arrays = [t.data for t in ts]
+    arrays = [t.array for t in ts]
     a0 = arrays[0]
     nd, dt, kind = a0.ndim, a0.dtype, type(a0)
     for a in arrays:
@@ -524,17 +524,17 @@ def cat(tensors, dim=0):
 def _cat_general(ts, dim):
     """cat with dtype promotion, skipped (0,) tensors and the checks that name the
     offending tensor."""
-    keep = [t for t in ts if not (t.data.ndim == 1 and t.data.shape[0] == 0)]
+    keep = [t for t in ts if not (t.array.ndim == 1 and t.array.shape[0] == 0)]
     use = keep or ts[:1]
-    ref = use[0].data.shape
+    ref = use[0].array.shape
     nd = len(ref)
     for i, t in enumerate(ts):
-        if t.data.ndim == 0:
+        if t.array.ndim == 0:
             raise RuntimeError(
                 f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     dim = norm_dim(dim, nd)
     for i, t in enumerate(ts):
-        s = t.data.shape
+        s = t.array.shape
         if len(s) == 1 and s[0] == 0 and keep:
             continue
         if len(s) != nd:
@@ -547,7 +547,7 @@ def _cat_general(ts, dim):
                     f"Sizes of tensors must match except in dimension {dim}. Expected size "
                     f"{ref[k]} but got size {s[k]} for tensor number {i} in the list.")
     dt = _promoted("cat", ts)
-    arrays = [t.data for t in use]
+    arrays = [t.array for t in use]
     xp = B.namespace(arrays[0])
     if len(arrays) == 1:
         r = arrays[0].astype(dt, copy=True)
@@ -557,9 +557,9 @@ def _cat_general(ts, dim):
     if STATE.enabled and any(t.requires_grad for t in ts):
         n = new_node(CatBackward)
         n.dim = dim
-        n.sizes = [None if (t.data.ndim == 1 and t.data.shape[0] == 0 and keep) else
-                   t.data.shape[dim] for t in ts]
-        n.dtypes = [t.data.dtype for t in ts]
+        n.sizes = [None if (t.array.ndim == 1 and t.array.shape[0] == 0 and keep) else
+                   t.array.shape[dim] for t in ts]
+        n.dtypes = [t.array.dtype for t in ts]
         record(n, out, *ts)
     return out
 
@@ -581,7 +581,7 @@ class StackBackward(Node):
                 out.append(None)
             else:
                 gi = select(g, self.dim, i)
-                out.append(gi if gi.data.dtype == dt else gi._cast(dt))
+                out.append(gi if gi.array.dtype == dt else gi._cast(dt))
         return tuple(out)
 
 
@@ -590,28 +590,28 @@ def stack(tensors, dim=0):
     ts = list(tensors)
     if not ts:
         raise RuntimeError("stack expects a non-empty TensorList")
-    ref = ts[0].data.shape
+    ref = ts[0].array.shape
     for i, t in enumerate(ts[1:], 1):
-        if t.data.shape != ref:
+        if t.array.shape != ref:
             raise RuntimeError(
                 f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 "
-                f"and {list(t.data.shape)} at entry {i}")
+                f"and {list(t.array.shape)} at entry {i}")
     dim = norm_dim(dim, len(ref) + 1)
     dt = _promoted("stack", ts)
     new = ref[:dim] + (1,) + ref[dim:]
-    arrays = [(t.data if t.data.dtype is dt else t.data.astype(dt)).reshape(new) for t in ts]
+    arrays = [(t.array if t.array.dtype is dt else t.array.astype(dt)).reshape(new) for t in ts]
     out = wrap(B.namespace(arrays[0]).concatenate(arrays, axis=dim))
     if STATE.enabled and any(t.requires_grad for t in ts):
         n = new_node(StackBackward)
         n.dim = dim
-        n.dtypes = [t.data.dtype for t in ts]
+        n.dtypes = [t.array.dtype for t in ts]
         record(n, out, *ts)
     return out
 
 
 def hstack(tensors):
     ts = atleast_1d(list(tensors))
-    return cat(ts, 0 if ts[0].data.ndim == 1 else 1)
+    return cat(ts, 0 if ts[0].array.ndim == 1 else 1)
 
 
 def vstack(tensors):
@@ -628,8 +628,8 @@ def dstack(tensors):
 def column_stack(tensors):
     cols = []
     for t in tensors:
-        nd = t.data.ndim
-        cols.append(reshape(t, (t.data.size, 1)) if nd <= 1 else t)
+        nd = t.array.ndim
+        cols.append(reshape(t, (t.array.size, 1)) if nd <= 1 else t)
     return cat(cols, 1)
 
 
@@ -657,14 +657,14 @@ class SplitBackward(Node):
         total = None
         for (a, b), gi in zip(self.bounds, grads):
             pads = [0, 0] * (len(self.shape) - dim - 1) + [a, self.shape[dim] - b]
-            p = _constant_pad(gi, _pairs(pads, gi.data.ndim), 0)
+            p = _constant_pad(gi, _pairs(pads, gi.array.ndim), 0)
             total = p if total is None else total + p
         return (total,)
 
 
 def _pieces(input, dim, bounds, squeezed=False):
     """Views ``input[..., a:b, ...]`` along ``dim`` (``input[..., a, ...]`` when squeezed)."""
-    d = input.data
+    d = input.array
     pre = (slice(None),) * dim
     outs = []
     for a, b in bounds:
@@ -680,7 +680,7 @@ def _pieces(input, dim, bounds, squeezed=False):
             o.requires_grad = True
             o._out_nr = i
         xp = B.namespace(d)
-        n.output_meta = tuple((o.data.shape, o.data.dtype, xp) for o in outs)
+        n.output_meta = tuple((o.array.shape, o.array.dtype, xp) for o in outs)
     return tuple(outs)
 
 
@@ -693,7 +693,7 @@ def _by_sizes(sizes):
 
 
 def _split_dim(input, dim):
-    nd = input.data.ndim
+    nd = input.array.ndim
     if nd == 0:
         raise RuntimeError("split/chunk/unbind expect a tensor with at least one dimension, "
                            "got a 0-d tensor")
@@ -703,7 +703,7 @@ def _split_dim(input, dim):
 def split(tensor, split_size_or_sections, dim=0):
     """Pieces of size ``split_size`` (the last may be smaller) or of the given sizes (views)."""
     dim = _split_dim(tensor, dim)
-    n = tensor.data.shape[dim]
+    n = tensor.array.shape[dim]
     s = split_size_or_sections
     if isinstance(s, _SEQ):
         return split_with_sizes(tensor, s, dim)
@@ -720,7 +720,7 @@ def split(tensor, split_size_or_sections, dim=0):
 
 def split_with_sizes(input, split_sizes, dim=0):
     dim = _split_dim(input, dim)
-    n = input.data.shape[dim]
+    n = input.array.shape[dim]
     sizes = [_int(s, "split_sizes") for s in split_sizes]
     if any(s < 0 for s in sizes) or sum(sizes) != n:
         raise RuntimeError(
@@ -735,7 +735,7 @@ def chunk(input, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     dim = _split_dim(input, dim)
-    n = input.data.shape[dim]
+    n = input.array.shape[dim]
     if n == 0:
         return _pieces(input, dim, [(0, 0)] * chunks)
     return split(input, -(-n // chunks), dim)
@@ -745,15 +745,15 @@ def tensor_split(input, indices_or_sections, dim=0):
     """``n`` near-equal pieces (the first ``size % n`` one larger), or pieces between the
     given indices (Python slicing rules); views."""
     dim = _split_dim(input, dim)
-    n = input.data.shape[dim]
+    n = input.array.shape[dim]
     ios = indices_or_sections
     if hasattr(ios, "grad_fn"):
-        if ios.data.dtype.kind not in "iu" or ios.data.ndim > 1:
+        if ios.array.dtype.kind not in "iu" or ios.array.ndim > 1:
             raise RuntimeError(
                 "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
                 f"one-dimensional tensor of integers, but got a tensor with "
-                f"{ios.data.ndim} dims of dtype {D.name(ios.data.dtype)}")
-        ios = ios.item() if ios.data.ndim == 0 else ios.tolist()
+                f"{ios.array.ndim} dims of dtype {D.name(ios.array.dtype)}")
+        ios = ios.item() if ios.array.ndim == 0 else ios.tolist()
     if isinstance(ios, _SEQ):
         bounds, prev = [], 0
         for i in list(ios) + [None]:
@@ -769,14 +769,14 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 
 def _dir_split(name, input, ios, dim, min_nd):
-    nd = input.data.ndim
+    nd = input.array.ndim
     if nd < min_nd:
         raise RuntimeError(
             f"{name} requires a tensor with at least {min_nd} dimension, but got a tensor "
             f"with {nd} dimensions!")
     if not isinstance(ios, _SEQ):
         k = _int(ios, "sections")
-        n = input.data.shape[dim]
+        n = input.array.shape[dim]
         if k == 0 or n % k:
             raise RuntimeError(
                 f"{name} attempted to split along dimension {dim}, but the size of the "
@@ -786,7 +786,7 @@ def _dir_split(name, input, ios, dim, min_nd):
 
 def hsplit(input, indices_or_sections):
     return _dir_split("hsplit", input, indices_or_sections,
-                      1 if input.data.ndim > 1 else 0, 1)
+                      1 if input.array.ndim > 1 else 0, 1)
 
 
 def vsplit(input, indices_or_sections):
@@ -800,7 +800,7 @@ def dsplit(input, indices_or_sections):
 def unbind(input, dim=0):
     """The slices along ``dim``, as a tuple of views."""
     dim = _split_dim(input, dim)
-    return _pieces(input, dim, [(i, i + 1) for i in range(input.data.shape[dim])], True)
+    return _pieces(input, dim, [(i, i + 1) for i in range(input.array.shape[dim])], True)
 
 
 # =========================================================================== narrow / select
@@ -822,9 +822,9 @@ class SliceScatterBackward(Node):
 
 
 def _slice(input, index, r=None):
-    """Differentiable basic index ``input[index]``, a view (``r``: ``input.data[index]`` when
+    """Differentiable basic index ``input[index]``, a view (``r``: ``input.array[index]`` when
     the caller has it already). Its adjoint is ``_slice_scatter``."""
-    d = input.data
+    d = input.array
     out = _view_of(wrap(d[index] if r is None else r), input)
     if STATE.enabled and input.requires_grad:
         n = new_node(SliceBackward)
@@ -835,7 +835,7 @@ def _slice(input, index, r=None):
 
 def _slice_scatter(src, shape, index):
     """Differentiable: zeros of ``shape`` with ``src`` written at the basic index ``index``."""
-    d = src.data
+    d = src.array
     r = B.namespace(d).zeros(shape, d.dtype)
     r[index] = d
     out = wrap(r)
@@ -849,7 +849,7 @@ def _slice_scatter(src, shape, index):
 def narrow(input, dim, start, length):
     """``length`` elements of dim ``dim`` from ``start`` (negative start counts from the
     end); a view."""
-    shape = input.data.shape
+    shape = input.array.shape
     if not shape:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     dim = norm_dim(dim, len(shape))
@@ -870,7 +870,7 @@ def narrow(input, dim, start, length):
 
 def select(input, dim, index):
     """The slice at ``index`` along ``dim`` (that dim removed); a view."""
-    shape = input.data.shape
+    shape = input.array.shape
     if not shape:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     dim = norm_dim(dim, len(shape))
@@ -894,7 +894,7 @@ class FlipBackward(Node):
 
 def flip(input, dims):
     """Reverse the order along ``dims`` (a copy, as in PyTorch)."""
-    d = input.data
+    d = input.array
     nd = d.ndim
     dims = (dims,) if not isinstance(dims, _SEQ) else tuple(dims)
     nd_dims = tuple(norm_dim(x, nd) for x in dims) if nd else ()
@@ -910,13 +910,13 @@ def flip(input, dims):
 
 
 def fliplr(input):
-    if input.data.ndim < 2:
-        raise RuntimeError(f"fliplr: input must be >= 2-d, got {input.data.ndim}-d")
+    if input.array.ndim < 2:
+        raise RuntimeError(f"fliplr: input must be >= 2-d, got {input.array.ndim}-d")
     return flip(input, (1,))
 
 
 def flipud(input):
-    if input.data.ndim < 1:
+    if input.array.ndim < 1:
         raise RuntimeError("flipud: input must be >= 1-d, got 0-d")
     return flip(input, (0,))
 
@@ -947,7 +947,7 @@ def _roll_arr(d, shifts, dims):
 
 def roll(input, shifts, dims=None):
     """Shift elements cyclically along ``dims`` (flattened when ``dims`` is None)."""
-    d = input.data
+    d = input.array
     shifts = tuple(_int(s, "shifts") for s in shifts) if isinstance(shifts, _SEQ) \
         else (_int(shifts, "shifts"),)
     if dims is None:
@@ -982,7 +982,7 @@ class RepeatBackward(Node):
 def repeat(input, *sizes):
     """Tile the whole tensor ``sizes[i]`` times along each dim (a copy)."""
     sizes = tuple(_int(s) for s in _varargs(sizes))
-    d = input.data
+    d = input.array
     nd = d.ndim
     if len(sizes) < nd:
         raise RuntimeError(
@@ -1009,7 +1009,7 @@ def repeat(input, *sizes):
 
 def tile(input, dims):
     dims = tuple(_int(s) for s in (dims if isinstance(dims, _SEQ) else (dims,)))
-    nd = input.data.ndim
+    nd = input.array.ndim
     if len(dims) < nd:
         dims = (1,) * (nd - len(dims)) + dims
     return repeat(input, dims)
@@ -1038,7 +1038,7 @@ def _segment_sum(x, reps, dim):
     """Sum consecutive runs of ``reps[i]`` slices along ``dim`` (the adjoint of
     repeat_interleave with tensor repeats). No ``add.at``: ``add.reduceat`` on numpy,
     ``cupyx.scatter_add`` on cupy."""
-    d = x.data
+    d = x.array
     xp = B.namespace(d)
     n = reps.shape[0]
     shape = d.shape[:dim] + (n,) + d.shape[dim + 1:]
@@ -1069,7 +1069,7 @@ def _segment_sum(x, reps, dim):
 
 def _repeat_arr(x, reps, dim):
     """repeat_interleave along ``dim`` with repeats ``reps`` (an int or an int array)."""
-    d = x.data
+    d = x.array
     xp = B.namespace(d)
     if not isinstance(reps, int) and xp is not np:
         reps_arg = reps.tolist()  # cupy.repeat takes an int, list or tuple of repeats
@@ -1089,18 +1089,18 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     ``arange(len(counts))`` repeated by ``counts``."""
     if repeats is None:
         counts = input
-        if counts.data.ndim != 1 or counts.data.dtype.kind not in "iu":
+        if counts.array.ndim != 1 or counts.array.dtype.kind not in "iu":
             raise RuntimeError("repeat_interleave(repeats): repeats must be a 1-D integer tensor")
-        xp = B.namespace(counts.data)
-        return repeat_interleave(wrap(xp.arange(counts.data.shape[0])), counts, 0)
+        xp = B.namespace(counts.array)
+        return repeat_interleave(wrap(xp.arange(counts.array.shape[0])), counts, 0)
     if dim is None:
         input = reshape(input, (-1,))
         dim = 0
     else:
-        dim = norm_dim(dim, input.data.ndim)
-    n = input.data.shape[dim] if input.data.ndim else 1
+        dim = norm_dim(dim, input.array.ndim)
+    n = input.array.shape[dim] if input.array.ndim else 1
     if hasattr(repeats, "grad_fn"):
-        r = repeats.data
+        r = repeats.array
         if r.dtype.kind not in "iu":
             raise RuntimeError(
                 f"repeat_interleave: repeats must be an integer tensor, got {D.name(r.dtype)}")
@@ -1119,7 +1119,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         repeats = int(repeats)
         if repeats < 0:
             raise RuntimeError(f"repeat_interleave: repeats can not be negative, got {repeats}")
-        if input.data.ndim == 0:
+        if input.array.ndim == 0:
             input = reshape(input, (1,))
         return _repeat_arr(input, repeats, dim)
     if reps.shape[0] != n:
@@ -1141,7 +1141,7 @@ class TriBackward(Node):
 
 
 def _tri(name, input, diagonal, upper):
-    d = input.data
+    d = input.array
     if d.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions, got "
                            f"{d.ndim}")
@@ -1191,7 +1191,7 @@ class DiagScatterBackward(Node):
 
 def _diag_scatter(src, shape, offset, dim1, dim2):
     """Zeros of ``shape`` with ``src`` written on the diagonal (the adjoint of diagonal)."""
-    d = src.data
+    d = src.array
     r = B.namespace(d).zeros(shape, d.dtype)
     _diag_view(r, offset, dim1, dim2)[...] = d
     out = wrap(r)
@@ -1204,7 +1204,7 @@ def _diag_scatter(src, shape, offset, dim1, dim2):
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal ``offset`` of the (dim1, dim2) planes, as the last dim; a view."""
-    d = input.data
+    d = input.array
     nd = d.ndim
     a, b = norm_dim(dim1, nd), norm_dim(dim2, nd)
     if a == b or nd < 2:
@@ -1223,7 +1223,7 @@ _diagonal = diagonal  # ``diag`` has an argument named ``diagonal``
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Put the last dim of ``input`` on diagonal ``offset`` of new (dim1, dim2) planes."""
-    d = input.data
+    d = input.array
     nd = d.ndim + 1
     if d.ndim == 0:
         raise RuntimeError("diag_embed: input must have at least 1 dimension, got 0-d")
@@ -1240,7 +1240,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 def diag(input, diagonal=0):
     """1-D input: a square matrix with ``input`` on diagonal ``diagonal``; 2-D input: that
     diagonal, as a new 1-D tensor."""
-    nd = input.data.ndim
+    nd = input.array.ndim
     if nd == 1:
         return diag_embed(input, diagonal, 0, 1)
     if nd == 2:
@@ -1267,7 +1267,7 @@ class ConstantPadBackward(Node):
 
 def _constant_pad(x, pairs, value):
     """Pad (negative amounts crop) with ``value``; the adjoint is the negated pad."""
-    d = x.data
+    d = x.array
     out_shape, src, dst = [], [], []
     for i, ((lo, hi), s) in enumerate(zip(pairs, d.shape)):
         n = s + lo + hi
@@ -1359,7 +1359,7 @@ class NCPadAdjointBackward(Node):
 def _nc_pad(x, pairs, mode):
     """reflect / replicate / circular padding by non-negative amounts: one allocation, the
     centre copied in, then each dim's edges filled from the output itself."""
-    d = x.data
+    d = x.array
     xp = B.namespace(d)
     shape = tuple(s + lo + hi for s, (lo, hi) in zip(d.shape, pairs))
     r = xp.empty(shape, d.dtype)
@@ -1384,7 +1384,7 @@ def _nc_pad(x, pairs, mode):
 def _nc_pad_adjoint(g, pairs, mode, shape):
     """The adjoint of ``_nc_pad``: edge gradients added back onto their sources, last padded
     dim first, each dim cropped to its centre once done."""
-    d = g.data
+    d = g.array
     xp = B.namespace(d)
     acc = d.copy()
     last = d.ndim - 1
@@ -1425,7 +1425,7 @@ def pad(input, pad, mode="constant", value=None):
     >>> pad(ember.arange(3.), (1, 2))
     tensor([0., 0., 1., 2., 0., 0.])
     """
-    d = input.data
+    d = input.array
     nd = d.ndim
     p = tuple(_int(v, "pad") for v in pad)
     if len(p) % 2:
@@ -1456,7 +1456,7 @@ def pad(input, pad, mode="constant", value=None):
                     f"negative padding ({lo}, {hi}) crops more than the input size {s}")
         x = _slice(input, crop)
         pairs = [(max(0, lo), max(0, hi)) for lo, hi in pairs]
-    shape = x.data.shape
+    shape = x.array.shape
     for i, ((lo, hi), s) in enumerate(zip(pairs, shape)):
         if mode == "reflect" and (lo >= s or hi >= s) and (lo or hi):
             raise RuntimeError(
@@ -1490,12 +1490,12 @@ def _copy_node(out, input):
 
 def clone(input, *, memory_format=None):
     """A copy with its own memory (same strides order where the input is dense)."""
-    return _copy_node(wrap(input.data.copy(order="K")), input)
+    return _copy_node(wrap(input.array.copy(order="K")), input)
 
 
 def contiguous(input, memory_format=None):
     """``input`` itself when C-contiguous, else a C-contiguous copy."""
-    d = input.data
+    d = input.array
     if d.flags.c_contiguous:
         return input
     return _copy_node(wrap(B.namespace(d).ascontiguousarray(d)), input)
@@ -1519,7 +1519,7 @@ class UnfoldAdjointBackward(Node):
 
 def _unfold_adjoint(g, shape, dim, size, step):
     """Sum each window's gradient back onto the positions it was taken from."""
-    d = g.data
+    d = g.array
     xp = B.namespace(d)
     r = xp.zeros(shape, d.dtype)
     count = d.shape[dim]
@@ -1541,7 +1541,7 @@ def _unfold_adjoint(g, shape, dim, size, step):
 def unfold(input, dimension, size, step):
     """All windows of ``size`` elements along ``dimension`` taken every ``step`` elements,
     as a new last dim (``Tensor.unfold``; a view)."""
-    d = input.data
+    d = input.array
     if d.ndim == 0:
         return reshape(unfold(reshape(input, (1,)), 0, size, step), (_int(size),))
     dim = norm_dim(dimension, d.ndim)

@@ -45,7 +45,7 @@ def set_group_value(group, key, value):
     """Write ``value`` into ``group[key]`` (in place when the group holds a Tensor)."""
     cur = group[key]
     if isinstance(cur, Tensor):
-        cur.data[...] = float(value)
+        cur.array[...] = float(value)
     else:
         group[key] = value
 

@@ -51,7 +51,7 @@ def dense_only(opt, grad, hint=""):
 
 
 def zeros_like(p):
-    d = p.data
+    d = p.array
     from .. import _backend as B
 
     return Tensor._make(B.namespace(d).zeros(d.shape, d.dtype))

@@ -83,7 +83,7 @@ class Adagrad(Optimizer):
     def _init_state(self, p, group):
         st = self.state[p]
         st["step"] = _step_tensor()
-        d = p.data
+        d = p.array
         v = group["initial_accumulator_value"]
         st["sum"] = Tensor._make(B.namespace(d).full(d.shape, complex(v, v) if d.dtype.kind == "c"
                                                      else v, d.dtype))
@@ -99,16 +99,16 @@ class Adagrad(Optimizer):
             jobs = []
             for p, g in self._params_with_grad(group):
                 st = self.state.get(p) or self._init_state(p, group)
-                step_t = st["step"].data
+                step_t = st["step"].array
                 step_t += 1
                 clr = lr / (1.0 + (float(step_t) - 1.0) * group["lr_decay"])
                 if g.is_sparse:
                     if wd != 0:
                         raise RuntimeError("weight_decay option is not compatible with sparse "
                                            "gradients")
-                    _sparse_update(p.data, st["sum"].data, g, maximize, group["eps"], clr)
+                    _sparse_update(p.array, st["sum"].array, g, maximize, group["eps"], clr)
                 else:
-                    jobs.append(((p.data, g.data, st["sum"].data),
+                    jobs.append(((p.array, g.array, st["sum"].array),
                                  (wd, maximize, group["eps"], -clr)))
                 p._bump()
             run(_adagrad_kernel, 2, jobs)

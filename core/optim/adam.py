@@ -89,9 +89,9 @@ class Adam(Optimizer):
                     ("max_exp_avg_sq",) if amsgrad else ()))
                 bc1 = 1.0 - beta1 ** t
                 bc2_sqrt = (1.0 - beta2 ** t) ** 0.5
-                arrays = (p.data, g.data, st["exp_avg"].data, st["exp_avg_sq"].data)
+                arrays = (p.array, g.array, st["exp_avg"].array, st["exp_avg_sq"].array)
                 if amsgrad:
-                    arrays += (st["max_exp_avg_sq"].data,)
+                    arrays += (st["max_exp_avg_sq"].array,)
                 jobs.append((arrays, (decay, l2, group["maximize"], 1.0 - beta1, beta2,
                                       1.0 - beta2, eps * bc2_sqrt, -lr / bc1 * bc2_sqrt)))
                 p._bump()

@@ -63,7 +63,7 @@ class Adamax(Optimizer):
                 dense_only("Adamax", g)
                 st, t = advance_state(self.state, p, ("exp_avg", "exp_inf"))
                 clr = lr / (1.0 - beta1 ** t)
-                jobs.append(((p.data, g.data, st["exp_avg"].data, st["exp_inf"].data),
+                jobs.append(((p.array, g.array, st["exp_avg"].array, st["exp_inf"].array),
                              (group["weight_decay"], group["maximize"], 1.0 - beta1, beta2,
                               group["eps"], -clr)))
                 p._bump()

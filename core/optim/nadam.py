@@ -74,7 +74,7 @@ class NAdam(Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 st = self.state.get(p)
-                if st and "mu_product" in st and not hasattr(st["mu_product"], "data"):
+                if st and "mu_product" in st and not hasattr(st["mu_product"], "array"):
                     st["mu_product"] = _step_tensor(float(st["mu_product"]))
 
     def step(self, closure=None):
@@ -95,12 +95,12 @@ class NAdam(Optimizer):
                                       (("mu_product", 1.0),))
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * psi))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * psi))
-                mu_prod = st["mu_product"].data
+                mu_prod = st["mu_product"].array
                 mu_prod *= mu
                 mp = float(mu_prod)
                 kg = -lr * (1.0 - mu) / (1.0 - mp)
                 km = -lr * mu_next / (1.0 - mp * mu_next)
-                jobs.append(((p.data, g.data, st["exp_avg"].data, st["exp_avg_sq"].data),
+                jobs.append(((p.array, g.array, st["exp_avg"].array, st["exp_avg_sq"].array),
                              (decay, l2, group["maximize"], 1.0 - beta1, beta2, 1.0 - beta2,
                               1.0 - beta2 ** t, group["eps"], kg, km)))
                 p._bump()

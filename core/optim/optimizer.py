@@ -243,7 +243,7 @@ class Optimizer:
                         g.detach_()
                     else:
                         g.requires_grad = False
-                    g.data[...] = 0
+                    g.array[...] = 0
                     g._bump()
 
     # -- stepping -----------------------------------------------------------------------------
@@ -360,7 +360,7 @@ class Optimizer:
             g = p.grad
             if g is None:
                 continue
-            if not g.is_sparse and g.data.shape != p.data.shape:
+            if not g.is_sparse and g.array.shape != p.array.shape:
                 raise RuntimeError(f"{type(self).__name__}: a parameter of shape "
                                    f"{tuple(p.shape)} has a gradient of shape {tuple(g.shape)}")
             out.append((p, g))
@@ -384,7 +384,7 @@ def advance_state(state, p, buffers=(), scalars=()):
             st[name] = _step_tensor(value)
         for name in buffers:
             st[name] = zeros_like(p)
-    step = st["step"].data
+    step = st["step"].array
     step += 1
     return st, float(step)
 
@@ -394,14 +394,14 @@ def _cast(param, value, key=None):
     dtype (``step`` keeps its own)."""
     if isinstance(value, Tensor) or (hasattr(value, "__array__")
                                      and not isinstance(value, (np.generic, float, int))):
-        arr = value.data if isinstance(value, Tensor) else np.asarray(value)
+        arr = value.array if isinstance(value, Tensor) else np.asarray(value)
         if key == "step":
             if not isinstance(arr, np.ndarray):
                 arr = B.to_device(arr, "cpu")
             return Tensor._make(np.array(arr, copy=True))
-        if arr.dtype.kind == "f" and param.data.dtype.kind == "f":
-            arr = arr.astype(param.data.dtype, copy=False)
-        xp = B.namespace(param.data)
+        if arr.dtype.kind == "f" and param.array.dtype.kind == "f":
+            arr = arr.astype(param.array.dtype, copy=False)
+        xp = B.namespace(param.array)
         if B.namespace(arr) is not xp:
             arr = B.to_device(arr, param.device)
         return Tensor._make(xp.array(arr, copy=True))

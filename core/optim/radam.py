@@ -91,7 +91,7 @@ class RAdam(Optimizer):
                 else:
                     rect = 0.0
                     k = -lr / bc1
-                jobs.append(((p.data, g.data, st["exp_avg"].data, st["exp_avg_sq"].data),
+                jobs.append(((p.array, g.array, st["exp_avg"].array, st["exp_avg_sq"].array),
                              (decay, l2, group["maximize"], 1.0 - beta1, beta2, 1.0 - beta2,
                               rect, group["eps"], k)))
                 p._bump()

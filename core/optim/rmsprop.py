@@ -88,11 +88,11 @@ class RMSprop(Optimizer):
                 st, _ = advance_state(self.state, p, ("square_avg",) + (
                     ("momentum_buffer",) if momentum > 0 else ()) + (
                     ("grad_avg",) if centered else ()))
-                arrays = (p.data, g.data, st["square_avg"].data)
+                arrays = (p.array, g.array, st["square_avg"].array)
                 if momentum > 0:
-                    arrays += (st["momentum_buffer"].data,)
+                    arrays += (st["momentum_buffer"].array,)
                 if centered:
-                    arrays += (st["grad_avg"].data,)
+                    arrays += (st["grad_avg"].array,)
                 jobs.append((arrays, (group["weight_decay"], group["maximize"], alpha,
                                       1.0 - alpha, group["eps"], momentum, centered,
                                       scalar(group["lr"]))))

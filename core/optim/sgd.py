@@ -88,11 +88,11 @@ class SGD(Optimizer):
                         raise RuntimeError("SGD: weight_decay is not supported with sparse "
                                            "gradients (as in PyTorch)")
                     if momentum == 0:
-                        g.add_to_(p.data, alpha=lr if maximize else -lr)
+                        g.add_to_(p.array, alpha=lr if maximize else -lr)
                         p._bump()
                         continue
                     g = g.to_dense()
-                arrays = (p.data, g.data)
+                arrays = (p.array, g.array)
                 first = False
                 if momentum != 0:
                     st = self.state[p]
@@ -100,7 +100,7 @@ class SGD(Optimizer):
                     if buf is None:
                         buf = st["momentum_buffer"] = zeros_like(p)
                         first = True
-                    arrays += (buf.data,)
+                    arrays += (buf.array,)
                 jobs.append((arrays, (wd, maximize, lr, momentum, damp, nesterov, first)))
                 p._bump()
             run(_sgd_kernel, 2, jobs)

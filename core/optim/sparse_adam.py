@@ -76,7 +76,7 @@ class SparseAdam(Optimizer):
                 idx, vals = c.indices, c.values
                 if group["maximize"]:
                     vals = -vals
-                m, v = st["exp_avg"].data, st["exp_avg_sq"].data
+                m, v = st["exp_avg"].array, st["exp_avg_sq"].array
                 xp = B.namespace(vals)
                 old_m = m[idx]
                 dm = vals - old_m
@@ -95,6 +95,6 @@ class SparseAdam(Optimizer):
                 step_size = lr * (1.0 - beta2 ** t) ** 0.5 / (1.0 - beta1 ** t)
                 numer /= denom
                 numer *= -step_size
-                p.data[idx] += numer
+                p.array[idx] += numer
                 p._bump()
         return loss

@@ -87,7 +87,7 @@ def _outs(r):
 
 def _np(x):
     if isinstance(x, ember.Tensor):
-        return np.asarray(x.detach().cpu().data if not x.is_cpu else x.detach().data)
+        return np.asarray(x.detach().cpu().array if not x.is_cpu else x.detach().array)
     if isinstance(x, torch.Tensor):
         return x.detach().numpy(force=True)  # force: torch's ZeroTensor grads
     return np.asarray(x)

@@ -33,7 +33,7 @@ def pair(values, requires_grad=True, dtype=np.float32):
 
 def close(e, t, what="", atol=1e-5):
     te = t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-    ev = np.asarray(e.detach().data) if isinstance(e, ember.Tensor) else np.asarray(e)
+    ev = np.asarray(e.detach().array) if isinstance(e, ember.Tensor) else np.asarray(e)
     assert ev.shape == te.shape, f"{what}: shape {ev.shape} != {te.shape}"
     np.testing.assert_allclose(ev, te, atol=atol, rtol=1e-4, err_msg=what)
 
@@ -451,7 +451,7 @@ def test_detach_and_requires_grad():
     x = ember.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2
     d = y.detach()
-    assert not d.requires_grad and d.grad_fn is None and np.shares_memory(d.data, y.data)
+    assert not d.requires_grad and d.grad_fn is None and np.shares_memory(d.array, y.array)
     d.add_(1)  # shares the version counter: the saved y is now stale for any op saving it
     assert y._version_count == d._version_count == 1
     z = y * 3
@@ -542,14 +542,14 @@ def test_function_multiple_outputs_and_non_differentiable():
     class SortLike(Function):
         @staticmethod
         def forward(ctx, x):
-            idx = ember.tensor(np.argsort(x.data))
+            idx = ember.tensor(np.argsort(x.array))
             ctx.mark_non_differentiable(idx)
             ctx.save_for_backward(idx)
             return x * 2, x * 3, idx
 
         @staticmethod
         def backward(ctx, g2, g3, gidx):
-            assert gidx is None or not gidx.data.any()
+            assert gidx is None or not gidx.array.any()
             return g2 * 2 + g3 * 3
 
     x = ember.tensor([3.0, 1.0, 2.0], requires_grad=True)
@@ -577,7 +577,7 @@ def test_function_returning_input_unchanged():
     x = ember.tensor([1.0, 2.0], requires_grad=True)
     y = Ident.apply(x)
     assert y is not x and y.grad_fn is not None and x.is_leaf and x.grad_fn is None
-    assert np.shares_memory(y.data, x.data)
+    assert np.shares_memory(y.array, x.array)
     y.sum().backward()
     assert x.grad.tolist() == [5.0, 5.0]
 
@@ -620,7 +620,7 @@ def test_once_differentiable():
         @once_differentiable
         def backward(ctx, g):
             (x,) = ctx.saved_tensors
-            return ember.tensor(2 * x.data * g.data)
+            return ember.tensor(2 * x.array * g.array)
 
     x = ember.tensor([1.0, 3.0], requires_grad=True)
     RawSquare.apply(x).sum().backward()
@@ -648,7 +648,7 @@ def test_function_mark_dirty():
     class AddOneInplace(Function):
         @staticmethod
         def forward(ctx, x):
-            x.data += 1
+            x.array += 1
             ctx.mark_dirty(x)
             return x
 

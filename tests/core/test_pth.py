@@ -89,12 +89,12 @@ def _compare(a, b, where=()):
         assert a.requires_grad == b.requires_grad, where
         if ref.dtype == torch.bfloat16:
             assert a.dtype is ember.bfloat16, where
-            np.testing.assert_array_equal(a.data.view(np.uint16), ref.view(torch.int16).numpy()
+            np.testing.assert_array_equal(a.array.view(np.uint16), ref.view(torch.int16).numpy()
                                           .view(np.uint16))
         else:
             expect = ref.numpy()
             assert a.dtype == expect.dtype, where
-            np.testing.assert_array_equal(a.data, expect)
+            np.testing.assert_array_equal(a.array, expect)
     elif isinstance(b, torch.Size):
         assert a == tuple(b) and type(a) is tuple
     elif isinstance(b, torch.dtype):
@@ -127,11 +127,11 @@ def test_torch_checkpoint_roundtrip(tmp_path, legacy, mmap, no_torch):
     assert list(out["optim"]["state"]) == [0, 1]
     if mmap:  # tensors are views of one copy-on-write map of the file
         before = path.read_bytes()
-        out["base"].data[:] = -1
+        out["base"].array[:] = -1
         assert path.read_bytes() == before
     else:  # a partial view gets its own memory; whole-storage tensors need no copy
-        assert not np.shares_memory(out["strided"].data, out["base"].data)
-        assert not np.shares_memory(out["row"].data, out["base"].data)
+        assert not np.shares_memory(out["strided"].array, out["base"].array)
+        assert not np.shares_memory(out["row"].array, out["base"].array)
         assert out["transposed"].is_contiguous()
 
 

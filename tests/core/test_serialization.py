@@ -33,7 +33,7 @@ def _same(a, b):
     assert type(a) is type(b), (type(a), type(b))
     if isinstance(a, ember.Tensor):
         assert a.dtype is b.dtype and a.shape == b.shape and a.requires_grad == b.requires_grad
-        np.testing.assert_array_equal(np.asarray(a.data), np.asarray(b.data))
+        np.testing.assert_array_equal(np.asarray(a.array), np.asarray(b.array))
     elif isinstance(a, np.ndarray):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_array_equal(a, b)
@@ -100,7 +100,7 @@ def test_bfloat16_values_and_empty_0d(tmp_path):
     ember.save({"x": x, "e": x[:0], "s": x[0]}, tmp_path / "b.ember")
     out = ember.load(tmp_path / "b.ember")
     assert out["x"].dtype is ember.bfloat16
-    np.testing.assert_array_equal(out["x"].data.view(np.uint16), x.data.view(np.uint16))
+    np.testing.assert_array_equal(out["x"].array.view(np.uint16), x.array.view(np.uint16))
     assert out["e"].shape == (0,) and out["s"].shape == () and out["s"].dtype is ember.bfloat16
 
 
@@ -136,15 +136,15 @@ def test_mmap_is_copy_on_write(tmp_path):
     before = path.read_bytes()
     out = ember.load(path, mmap=True)
     w = out["w"]
-    assert isinstance(w.data, np.ndarray) and not isinstance(w.data, np.memmap)
-    base = w.data
+    assert isinstance(w.array, np.ndarray) and not isinstance(w.array, np.memmap)
+    base = w.array
     while base.base is not None and not isinstance(base, np.memmap):
         base = base.base
     assert isinstance(base, np.memmap) and base.mode == "c"
-    w.data[:] = -1  # private to this process
+    w.array[:] = -1  # private to this process
     assert path.read_bytes() == before
     ember.save({"w": ember.zeros(2)}, path)  # replacing a mapped file is safe
-    assert w.data[0] == -1 and ember.load(path)["w"].tolist() == [0.0, 0.0]
+    assert w.array[0] == -1 and ember.load(path)["w"].tolist() == [0.0, 0.0]
 
 
 def test_file_is_plain_safetensors(tmp_path):
@@ -167,8 +167,8 @@ def test_file_is_plain_safetensors(tmp_path):
     loaded = st_torch.load_file(str(path))
     assert set(loaded) == set(sd)
     for k, v in sd.items():
-        ref = torch.from_numpy(v.data.astype(np.float32)) if v.dtype is ember.bfloat16 \
-            else torch.from_numpy(v.data)
+        ref = torch.from_numpy(v.array.astype(np.float32)) if v.dtype is ember.bfloat16 \
+            else torch.from_numpy(v.array)
         assert torch.equal(loaded[k].to(ref.dtype), ref)
 
 
@@ -183,7 +183,7 @@ def test_loads_foreign_safetensors(tmp_path):
         out = ember.load(tmp_path / "t.safetensors", mmap=mm)
         assert isinstance(out, collections.OrderedDict) and set(out) == set(ref)
         for k, v in ref.items():
-            np.testing.assert_array_equal(out[k].data.astype(np.float32),
+            np.testing.assert_array_equal(out[k].array.astype(np.float32),
                                           v.float().numpy())
         assert out["h"].dtype is ember.bfloat16 and out["i"].dtype is ember.int64
 

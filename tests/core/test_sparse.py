@@ -17,17 +17,17 @@ class _LookupBackward(Node):
 
     def backward(self, g):
         if leaf_edge(self.next[0]) and not STATE.enabled:
-            return (RowSparseGrad(self.idx, g.data, self.shape),)
+            return (RowSparseGrad(self.idx, g.array, self.shape),)
         z = ember.zeros(self.shape, dtype=g.dtype)
         return (z.index_add(0, ember.from_numpy(self.idx), g),)
 
 
 def lookup(table, idx):
     """``table[idx]`` whose gradient reaches a leaf table as a RowSparseGrad."""
-    out = wrap(table.data[idx])
+    out = wrap(table.array[idx])
     if STATE.enabled and table.requires_grad:
         n = new_node(_LookupBackward)
-        n.idx, n.shape = idx, table.data.shape
+        n.idx, n.shape = idx, table.array.shape
         record(n, out, table)
     return out
 

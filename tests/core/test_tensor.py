@@ -27,8 +27,8 @@ def same(e, t, what="", atol=1e-6, rtol=1e-5):
     ev = e.detach()
     if te.dtype == torch.bfloat16:
         te, ev = te.float(), ev.float()
-    np.testing.assert_allclose(np.asarray(ev.data, dtype=np.float64) if ev.dtype.kind != "b"
-                               else ev.data, te.numpy().astype(np.float64)
+    np.testing.assert_allclose(np.asarray(ev.array, dtype=np.float64) if ev.dtype.kind != "b"
+                               else ev.array, te.numpy().astype(np.float64)
                                if te.dtype != torch.bool else te.numpy(),
                                atol=atol, rtol=rtol, err_msg=what)
 
@@ -117,7 +117,7 @@ def test_tensor_copies_and_requires_grad():
     assert t.tolist() == [1.0, 2.0]
     s = ember.tensor([1.0, 2.0])
     c = ember.tensor(s)
-    s.data[0] = 5.0
+    s.array[0] = 5.0
     assert c.tolist() == [1.0, 2.0]
     r = ember.tensor([1.0], requires_grad=True)
     assert r.requires_grad and r.is_leaf and r.grad is None
@@ -135,10 +135,10 @@ def test_as_tensor_shares_memory():
     assert t.dtype == ember.float64
     a[0] = 42.0
     assert t.tolist()[0] == 42.0
-    t.data[1] = -1.0
+    t.array[1] = -1.0
     assert a[1] == -1.0
     c = ember.as_tensor(a, dtype=ember.float32)  # a dtype change must copy
-    c.data[2] = 7.0
+    c.array[2] = 7.0
     assert a[2] == 2.0
     x = ember.ones(3)
     assert ember.as_tensor(x) is x
@@ -226,30 +226,30 @@ def test_random_distributions():
     ember.manual_seed(0)
     n = 20000
     u = ember.rand(n)
-    assert u.dtype == ember.float32 and 0 <= u.data.min() and u.data.max() < 1
-    assert abs(u.data.mean() - 0.5) < 0.02
+    assert u.dtype == ember.float32 and 0 <= u.array.min() and u.array.max() < 1
+    assert abs(u.array.mean() - 0.5) < 0.02
     z = ember.randn(n, dtype=ember.float64)
-    assert z.dtype == ember.float64 and abs(z.data.mean()) < 0.03 and abs(z.data.std() - 1) < 0.03
+    assert z.dtype == ember.float64 and abs(z.array.mean()) < 0.03 and abs(z.array.std() - 1) < 0.03
     assert ember.rand(3, dtype=ember.float16).dtype == ember.float16
     r = ember.randint(-3, 4, (n,))
-    assert r.dtype == ember.int64 and r.data.min() == -3 and r.data.max() == 3
+    assert r.dtype == ember.int64 and r.array.min() == -3 and r.array.max() == 3
     assert ember.randint(0, 5, (2,), dtype=ember.int32).dtype == ember.int32
     p = ember.randperm(50)
     assert sorted(p.tolist()) == list(range(50)) and p.dtype == ember.int64
     assert ember.randperm(0).shape == (0,)
     m = ember.normal(ember.full((n,), 3.0), ember.full((n,), 2.0))
-    assert abs(m.data.mean() - 3) < 0.1 and abs(m.data.std() - 2) < 0.1
+    assert abs(m.array.mean() - 3) < 0.1 and abs(m.array.std() - 2) < 0.1
     assert ember.normal(0.0, 1.0, size=(2, 3)).shape == (2, 3)
     assert ember.normal(ember.zeros(2, 1), 1.0).shape == (2, 1)
     assert ember.normal(1.0, ember.ones(2, 3)).shape == (2, 3)
     b = ember.bernoulli(ember.full((n,), 0.25))
-    assert b.dtype == ember.float32 and set(np.unique(b.data)) <= {0.0, 1.0}
-    assert abs(b.data.mean() - 0.25) < 0.02
+    assert b.dtype == ember.float32 and set(np.unique(b.array)) <= {0.0, 1.0}
+    assert abs(b.array.mean() - 0.25) < 0.02
     assert ember.bernoulli(ember.tensor([0.0, 1.0, 1.0, 0.0])).tolist() == [0.0, 1.0, 1.0, 0.0]
     w = ember.tensor([[1.0, 3.0, 0.0], [0.0, 0.0, 2.0]])
     s = ember.multinomial(w, 4000, replacement=True)
     assert s.shape == (2, 4000) and s.dtype == ember.int64
-    assert abs((s.data[0] == 1).mean() - 0.75) < 0.03 and (s.data[1] == 2).all()
+    assert abs((s.array[0] == 1).mean() - 0.75) < 0.03 and (s.array[1] == 2).all()
     nr = ember.multinomial(ember.tensor([1.0, 1.0, 1.0, 0.0]), 3)
     assert sorted(nr.tolist()) == [0, 1, 2]  # without replacement: distinct, never weight 0
     with pytest.raises(RuntimeError):
@@ -257,7 +257,7 @@ def test_random_distributions():
     with pytest.raises(RuntimeError):
         ember.multinomial(ember.tensor([-1.0, 2.0]), 1)
     x = ember.empty(n).uniform_(-2, 3)
-    assert x.data.min() >= -2 and x.data.max() < 3
+    assert x.array.min() >= -2 and x.array.max() < 3
     assert ember.rand_like(ember.ones(2, 3, dtype=ember.float64)).dtype == ember.float64
     assert ember.randn_like(ember.ones(2, 3)).shape == (2, 3)
     ri = ember.randint_like(ember.ones(4), 5, 8)
@@ -385,7 +385,7 @@ def test_to_and_cpu():
     assert x.to(dtype=ember.int32).dtype == ember.int32
     assert x.to(ember.zeros(1, dtype=ember.float16)).dtype == ember.float16
     c = x.to(ember.float32, copy=True)
-    assert c is not x and not np.shares_memory(c.data, x.data)
+    assert c is not x and not np.shares_memory(c.array, x.array)
     for m, dt in (("float", "float32"), ("double", "float64"), ("half", "float16"),
                   ("long", "int64"), ("int", "int32"), ("short", "int16"), ("char", "int8"),
                   ("byte", "uint8"), ("bool", "bool"), ("bfloat16", "bfloat16")):
@@ -429,14 +429,14 @@ def test_cuda_round_trip():
 def test_numpy_zero_copy_and_grad_error():
     x = ember.tensor([1.0, 2.0, 3.0])
     n = x.numpy()
-    assert isinstance(n, np.ndarray) and np.shares_memory(n, x.data)
+    assert isinstance(n, np.ndarray) and np.shares_memory(n, x.array)
     n[0] = 10.0
     assert x.tolist()[0] == 10.0
     g = ember.tensor([1.0], requires_grad=True)
     with pytest.raises(RuntimeError, match=r"requires grad.*detach\(\)\.numpy\(\)"):
         g.numpy()
     d = g.detach().numpy()
-    assert np.shares_memory(d, g.data)
+    assert np.shares_memory(d, g.array)
     assert g.numpy(force=True).tolist() == [1.0]
 
 
@@ -464,10 +464,10 @@ def test_item_tolist_and_python_scalars():
 def test_array_protocol():
     x = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
     a = np.asarray(x)
-    assert a.dtype == np.float32 and np.shares_memory(a, x.data)
+    assert a.dtype == np.float32 and np.shares_memory(a, x.array)
     b = np.asarray(x, dtype=np.float64)
-    assert b.dtype == np.float64 and not np.shares_memory(b, x.data)
-    assert np.array(x, copy=True) is not x.data and np.array(x).tolist() == x.tolist()
+    assert b.dtype == np.float64 and not np.shares_memory(b, x.array)
+    assert np.array(x, copy=True) is not x.array and np.array(x).tolist() == x.tolist()
     g = ember.tensor([1.0], requires_grad=True)
     assert np.asarray(g).tolist() == [1.0]  # __array__ reads the values (as torch does)
 
@@ -475,9 +475,9 @@ def test_array_protocol():
 def test_dlpack_round_trip():
     x = ember.arange(6.0).reshape(2, 3)
     n = np.from_dlpack(x)
-    assert n.shape == (2, 3) and np.shares_memory(n, x.data)
+    assert n.shape == (2, 3) and np.shares_memory(n, x.array)
     back = ember.from_dlpack(n)
-    assert back.shape == (2, 3) and np.shares_memory(back.data, x.data)
+    assert back.shape == (2, 3) and np.shares_memory(back.array, x.array)
     t = torch.from_dlpack(x)  # torch reads ember through dlpack, no copy
     t[0, 0] = 42.0
     assert x.tolist()[0][0] == 42.0
@@ -563,15 +563,15 @@ def test_pickle_and_deepcopy():
     x = ember.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=ember.float64, requires_grad=True)
     y = pickle.loads(pickle.dumps(x))
     assert y.tolist() == x.tolist() and y.dtype == ember.float64 and y.requires_grad
-    assert not np.shares_memory(y.data, x.data)
+    assert not np.shares_memory(y.array, x.array)
     for dt in (ember.int8, ember.bool, ember.bfloat16, ember.float16):
         z = ember.zeros(3, dtype=dt)
         assert pickle.loads(pickle.dumps(z)).dtype == dt
     x.grad = ember.ones(2, 2, dtype=ember.float64)
     d = copy.deepcopy(x)
     assert d is not x and d.tolist() == x.tolist() and d.requires_grad and d.is_leaf
-    assert d.grad.tolist() == x.grad.tolist() and not np.shares_memory(d.grad.data, x.grad.data)
-    d.data[0, 0] = -1.0
+    assert d.grad.tolist() == x.grad.tolist() and not np.shares_memory(d.grad.array, x.grad.array)
+    d.array[0, 0] = -1.0
     assert x.tolist()[0][0] == 1.0
     pair = copy.deepcopy([x, x])
     assert pair[0] is pair[1]  # the memo keeps shared tensors shared
@@ -618,7 +618,7 @@ def test_attributes_match_torch():
     assert e.stride() == t.stride() and e.stride(0) == t.stride(0)
     assert e.element_size() == e.itemsize == 4 and e.nbytes == 96
     assert e.is_contiguous() and e.is_cpu and not e.is_cuda and e.get_device() == -1
-    assert e.data_ptr() == e.data.ctypes.data
+    assert e.data_ptr() == e.array.ctypes.data
     assert ember.is_tensor(e) and not ember.is_tensor(np.zeros(1))
     assert ember.is_floating_point(e) and not ember.tensor([1]).is_floating_point()
     assert isinstance(ember.Tensor([1.0, 2.0]), ember.Tensor)

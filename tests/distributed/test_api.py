@@ -65,11 +65,11 @@ def test_graph_walk_counts_every_edge_into_a_parameter():
     # the engine sums a leaf's contributions, then calls its post-accumulate hook once: the
     # reducer relies on that (one "ready" per reached parameter per backward)
     hits = []
-    lin.weight.register_post_accumulate_grad_hook(lambda p: hits.append(p.grad.data.copy()))
+    lin.weight.register_post_accumulate_grad_hook(lambda p: hits.append(p.grad.array.copy()))
     (out.sum() + extra.sum()).backward()
     assert len(hits) == 1
-    np.testing.assert_array_equal(hits[0], lin.weight.grad.data)
-    assert np.isfinite(lin.weight.grad.data).all()
+    np.testing.assert_array_equal(hits[0], lin.weight.grad.array)
+    assert np.isfinite(lin.weight.grad.array).all()
 
 
 def test_buckets_reverse_order_one_dtype_each_first_small():

@@ -52,11 +52,11 @@ def rel_err(a, b):
 def check(ddp_model, ref_model, what):
     errs = []
     for (n, p), q in zip(ddp_model.module.named_parameters(), ref_model.parameters()):
-        errs.append(rel_err(H(p.data), H(q.data)))
+        errs.append(rel_err(H(p.array), H(q.array)))
         every = [None] * N
-        dist.all_gather_object(every, H(p.data))
+        dist.all_gather_object(every, H(p.array))
         for r in range(N):
-            assert np.array_equal(every[r], H(p.data)), f"{what}: {n} differs on rank {r}"
+            assert np.array_equal(every[r], H(p.array)), f"{what}: {n} differs on rank {r}"
     assert max(errs) <= 1e-6, f"{what}: max relative error {max(errs)}"
     if R == 0:
         print(f"{what}: max rel err vs single process {max(errs):.2e}", flush=True)
@@ -115,8 +115,8 @@ bm = DDP(Branchy().to(DEV), find_unused_parameters=True)
 x = ember.ones(2, 4, device=DEV)
 bm(x, use_b=(R == 0)).sum().backward()
 assert bm.module.never.weight.grad is None  # unused everywhere: left alone
-np.testing.assert_allclose(H(bm.module.b.weight.grad.data), np.full((3, 4), 2.0 / N), rtol=1e-6)
-np.testing.assert_allclose(H(bm.module.a.weight.grad.data), np.full((3, 4), 2.0), rtol=1e-6)
+np.testing.assert_allclose(H(bm.module.b.weight.grad.array), np.full((3, 4), 2.0 / N), rtol=1e-6)
+np.testing.assert_allclose(H(bm.module.a.weight.grad.array), np.full((3, 4), 2.0), rtol=1e-6)
 try:
     DDP(Branchy().to(DEV))(x, use_b=True)
     raise SystemExit("an unused parameter without find_unused_parameters should raise")
@@ -128,10 +128,10 @@ ember.manual_seed(0)
 bn = DDP(nn.BatchNorm1d(3).to(DEV))
 bn(ember.tensor(np.full((4, 3), float(R + 1), np.float32)
               + np.arange(4, dtype=np.float32)[:, None], device=DEV))
-rm = H(bn.module.running_mean.data).copy()
+rm = H(bn.module.running_mean.array).copy()
 bn(ember.zeros(4, 3, device=DEV))  # broadcast first: every rank starts from rank 0's statistics
 every = [None] * N
-dist.all_gather_object(every, H(bn.module.running_mean.data))
+dist.all_gather_object(every, H(bn.module.running_mean.array))
 assert all(np.array_equal(e, every[0]) for e in every), every
 want = [None]
 want[0] = rm
@@ -142,7 +142,7 @@ np.testing.assert_allclose(every[0], want[0] * 0.9, rtol=1e-6)
 ember.manual_seed(0)
 emb = DDP(nn.Embedding(10, 3, sparse=True).to(DEV))
 emb(ember.tensor(np.array([R, 5]), device=DEV)).sum().backward()
-dense = H(emb.module.weight.grad.to_dense().data)
+dense = H(emb.module.weight.grad.to_dense().array)
 want = np.zeros((10, 3), np.float32)
 for r in range(N):
     want[[r, 5]] += 1.0 / N

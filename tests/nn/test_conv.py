@@ -98,8 +98,8 @@ def test_conv_winograd_path(monkeypatch):
     assert any(calls)
     x, w = ember.randn(8, 256, 14, 14), ember.randn(256, 256, 3, 3)
     monkeypatch.undo()
-    assert C._use_winograd(x.data, w.data, (14, 14), (1, 1), (1, 1), 1)
-    assert not C._use_winograd(x.data, w.data, (7, 7), (1, 1), (1, 1), 1)  # odd small map
+    assert C._use_winograd(x.array, w.array, (14, 14), (1, 1), (1, 1), 1)
+    assert not C._use_winograd(x.array, w.array, (7, 7), (1, 1), (1, 1), 1)  # odd small map
     ref = TF.conv2d(torch.from_numpy(x.numpy()), torch.from_numpy(w.numpy()), padding=1)
     np.testing.assert_allclose(F.conv2d(x, w, padding=1).numpy(), ref.numpy(), rtol=1e-4,
                                atol=2e-4)

@@ -55,14 +55,14 @@ def test_state_dict_shares_memory_and_load_copies():
     e, _ = _pair()
     sd = e.state_dict()
     assert not sd["a.w"].requires_grad
-    assert np.shares_memory(sd["a.w"].numpy(), e.a.w.data)
+    assert np.shares_memory(sd["a.w"].numpy(), e.a.w.array)
     new = {k: ember.full(tuple(v.shape), 7.0) for k, v in sd.items()}
     w_before = e.a.w
     r = e.load_state_dict(new)
     assert r.missing_keys == [] and r.unexpected_keys == []
     assert repr(r) == "<All keys matched successfully>"
     assert e.a.w is w_before  # same Parameter object, new values
-    assert float(e.a.w.data[0, 0]) == 7.0 and float(e.b[0].stat.data[1]) == 7.0
+    assert float(e.a.w.array[0, 0]) == 7.0 and float(e.b[0].stat.array[1]) == 7.0
 
 
 def test_load_state_dict_reports_like_torch():
@@ -197,7 +197,7 @@ def test_parameter_behaves_as_tensor():
     assert repr(p).startswith("Parameter containing:\n")
     q = copy.deepcopy(p)
     assert isinstance(q, nn.Parameter) and q.requires_grad
-    assert not np.shares_memory(q.data, p.data)
+    assert not np.shares_memory(q.array, p.array)
     r = pickle.loads(pickle.dumps(p))
     assert isinstance(r, nn.Parameter) and r.tolist() == [1.0, 2.0]
     with pytest.raises(TypeError, match="must be a Tensor"):
@@ -208,8 +208,8 @@ def test_deepcopy_module():
     e, _ = _pair()
     f = copy.deepcopy(e)
     assert list(f.state_dict()) == list(e.state_dict())
-    f.a.w.data[...] = 5
-    assert float(e.a.w.data[0, 0]) == 1.0
+    f.a.w.array[...] = 5
+    assert float(e.a.w.array[0, 0]) == 1.0
 
 
 def test_get_submodule_parameter_buffer():

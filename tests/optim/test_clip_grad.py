@@ -56,7 +56,7 @@ def test_clip_grad_norm_single_tensor_float64_and_generator():
 
 def test_nonfinite():
     pe, pt = _params()
-    pe[0].grad.data[0, 0] = np.nan
+    pe[0].grad.array[0, 0] = np.nan
     pt[0].grad[0, 0] = float("nan")
     with pytest.raises(RuntimeError, match="non-finite"):
         U.clip_grad_norm_(pe, 1.0, error_if_nonfinite=True)

@@ -21,7 +21,7 @@ DENSE = [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
 
 
 def _ptr(t):
-    return t.data.ctypes.data
+    return t.array.ctypes.data
 
 
 @pytest.mark.parametrize("name,kw", DENSE, ids=[d[0] for d in DENSE])
@@ -161,8 +161,8 @@ def test_device_matches_cpu(device, name, kw):
             opt.step()
         if name in ("SGD", "Adagrad"):
             ids = np.array([3, 7, 3])
-            vals = ember.tensor(grads[0][:3], device=dev).data
-            idx = ember.tensor(ids, device=dev).data
+            vals = ember.tensor(grads[0][:3], device=dev).array
+            idx = ember.tensor(ids, device=dev).array
             w.grad = RowSparseGrad(idx, vals, (50, 40))
             opt.step()
         out.append(w.detach().cpu().numpy())

@@ -66,7 +66,7 @@ def _bytes(data, name) -> bytes:
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
     if isinstance(data, Tensor):
-        a = np.asarray(data.data.get() if hasattr(data.data, "get") else data.data)
+        a = np.asarray(data.array.get() if hasattr(data.array, "get") else data.array)
         if a.dtype != np.uint8 or a.ndim != 1:
             raise ValueError(f"{name} should be a 1-D uint8 tensor, got {a.dtype} with shape "
                              f"{a.shape}")
@@ -143,7 +143,7 @@ def decode_png(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation=False
 def _to_pil(tensor, name="input"):
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{name} should be a Tensor, got {type(tensor).__name__}")
-    a = np.asarray(tensor.data.get() if hasattr(tensor.data, "get") else tensor.data)
+    a = np.asarray(tensor.array.get() if hasattr(tensor.array, "get") else tensor.array)
     if a.dtype != np.uint8 or a.ndim != 3 or a.shape[0] not in (1, 2, 3, 4):
         raise ValueError(f"{name} should be a uint8 tensor (C, H, W) with C in 1..4, got "
                          f"{a.dtype} with shape {a.shape}")

@@ -24,7 +24,7 @@ import av
 
 def _np(x, name):
     if isinstance(x, Tensor):
-        return np.asarray(x.data.get() if hasattr(x.data, "get") else x.data)
+        return np.asarray(x.array.get() if hasattr(x.array, "get") else x.array)
     if isinstance(x, np.ndarray):
         return x
     raise TypeError(f"{name} should be a Tensor or ndarray, got {type(x).__name__}")

@@ -46,18 +46,18 @@ def apply_op(inpt, op, mag, interpolation, fill):
         return F.autocontrast(inpt)
     if op == "Invert":
         return F.invert(inpt)
-    uint8 = is_pil(inpt) or inpt.data.dtype == np.uint8
+    uint8 = is_pil(inpt) or inpt.array.dtype == np.uint8
     if op == "Solarize":
-        scale = 1.0 if uint8 else max_value(inpt.data.dtype) / 255.0
+        scale = 1.0 if uint8 else max_value(inpt.array.dtype) / 255.0
         return F.solarize(inpt, mag * scale)
     # Posterize and Equalize need uint8: round-trip float tensors through uint8
     if uint8:
         return F.posterize(inpt, int(mag)) if op == "Posterize" else F.equalize(inpt)
     u8 = F.convert_image_dtype(inpt, np.uint8)
     out = F.posterize(u8, int(mag)) if op == "Posterize" else F.equalize(u8)
-    return type(inpt)(F.convert_image_dtype(out, inpt.data.dtype)) \
+    return type(inpt)(F.convert_image_dtype(out, inpt.array.dtype)) \
         if type(inpt).__name__ in ("Image", "Video") else F.convert_image_dtype(out,
-                                                                                 inpt.data.dtype)
+                                                                                 inpt.array.dtype)
 
 
 _SIGNED = {"ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
@@ -220,18 +220,18 @@ class AugMix(_AutoBase):
             return inpt
         pil = is_pil(inpt)
         x = wrap(pil_to_array(inpt)) if pil else inpt
-        xp = xp_of(x.data)
-        orig = x.data.astype(np.float32)
+        xp = xp_of(x.array)
+        orig = x.array.astype(np.float32)
         mix = xp.zeros_like(orig)
         for chain, wgt in zip(params["chains"], params["ws"]):
             y = x
             for op, mag in chain:
                 y = apply_op(y, op, mag, self.interpolation, self.fill)
-            mix = mix + np.float32(wgt) * y.data.astype(np.float32)
+            mix = mix + np.float32(wgt) * y.array.astype(np.float32)
         out = np.float32(params["m"]) * orig + np.float32(1 - params["m"]) * mix
-        if x.data.dtype.kind != "f":
-            out = xp.clip(xp.round(out), 0, max_value(x.data.dtype))
-        out = out.astype(x.data.dtype)
+        if x.array.dtype.kind != "f":
+            out = xp.clip(xp.round(out), 0, max_value(x.array.dtype))
+        out = out.astype(x.array.dtype)
         if pil:
             out = np.asarray(out)
         if pil:

@@ -284,10 +284,10 @@ def erase(img, i: int, j: int, h: int, w: int, v, inplace: bool = False):
     if not isinstance(img, Tensor):
         raise TypeError(f"erase needs a Tensor image, got {type(img).__name__}")
     out = img if inplace else img.clone()
-    val = v.data if isinstance(v, Tensor) else v
+    val = v.array if isinstance(v, Tensor) else v
     if isinstance(val, np.ndarray):
-        val = xp_of(out.data).asarray(val)
-    out.data[..., i:i + h, j:j + w] = val
+        val = xp_of(out.array).asarray(val)
+    out.array[..., i:i + h, j:j + w] = val
     return out
 
 
@@ -308,9 +308,9 @@ def normalize(tensor, mean, std, inplace: bool = False):
     if (s == 0).any():
         raise ValueError(f"std evaluated to zero after conversion to {tensor.dtype}, leading "
                          "to division by zero")
-    xp = xp_of(tensor.data)
-    mt = wrap(xp.asarray(m.astype(tensor.data.dtype)))
-    st = wrap(xp.asarray(s.astype(tensor.data.dtype)))
+    xp = xp_of(tensor.array)
+    mt = wrap(xp.asarray(m.astype(tensor.array.dtype)))
+    st = wrap(xp.asarray(s.astype(tensor.array.dtype)))
     if inplace:
         tensor.sub_(mt).div_(st)
         return tensor
@@ -321,9 +321,9 @@ def convert_image_dtype(image, dtype=ember.float32):
     """Convert between uint8/int and float images, rescaling values (float in [0, 1])."""
     if not isinstance(image, Tensor):
         raise TypeError(f"convert_image_dtype needs a Tensor, got {type(image).__name__}")
-    src = image.data.dtype
+    src = image.array.dtype
     dst = np.dtype(ember.dtypes.to_dtype(dtype))
-    a = image.data
+    a = image.array
     if src == dst:
         return image
     if src.kind == "f" and dst.kind == "f":

@@ -75,12 +75,12 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
         x = as_float(a).reshape((-1,) + a.shape[-3:])
         t = wrap(x)
         if mode in (InterpolationMode.NEAREST, InterpolationMode.NEAREST_EXACT):
-            out = F.interpolate(t, size=(oh, ow), mode=mode.value).data
+            out = F.interpolate(t, size=(oh, ow), mode=mode.value).array
         elif mode in (InterpolationMode.BILINEAR, InterpolationMode.BICUBIC):
             out = F.interpolate(t, size=(oh, ow), mode=mode.value, align_corners=False,
-                                antialias=bool(antialias)).data
+                                antialias=bool(antialias)).array
         elif mode == InterpolationMode.LANCZOS:
-            out = F.interpolate(t, size=(oh, ow), mode="lanczos", antialias=True).data
+            out = F.interpolate(t, size=(oh, ow), mode="lanczos", antialias=True).array
         else:
             raise ValueError(f"interpolation {mode.value} is supported for PIL images only")
         return back_to(out.reshape(lead + out.shape[1:]), a.dtype)

@@ -133,7 +133,7 @@ def array_to_pil(arr: np.ndarray, mode=None):
 
 def arr(t):
     """The raw array of a tensor, numpy arrays pass through."""
-    return t.data if isinstance(t, Tensor) else t
+    return t.array if isinstance(t, Tensor) else t
 
 
 def wrap(a) -> Tensor:
@@ -165,7 +165,7 @@ def via_array(img, fn):
         out = fn(pil_to_array(img))
         return array_to_pil(out, mode if mode in ("L", "RGB", "RGBA", "LA") else None)
     check_image(img)
-    a = img.data
+    a = img.array
     squeeze = a.ndim == 2
     if squeeze:
         a = a[None]

@@ -37,9 +37,9 @@ class _BatchMix:
                              f"{getattr(labels, 'shape', type(labels).__name__)}")
 
     def _one_hot(self, labels, dtype):
-        xp = np if isinstance(labels.data, np.ndarray) else __import__("cupy")
+        xp = np if isinstance(labels.array, np.ndarray) else __import__("cupy")
         eye = xp.eye(self.num_classes, dtype=dtype)
-        lab = labels.data.astype(np.int64)
+        lab = labels.array.astype(np.int64)
         if lab.min() < 0 or lab.max() >= self.num_classes:
             raise ValueError(f"labels must be in [0, {self.num_classes}), got "
                              f"[{int(lab.min())}, {int(lab.max())}]")
@@ -48,9 +48,9 @@ class _BatchMix:
     def __call__(self, *inputs):
         images, labels = inputs if len(inputs) == 2 else inputs[0]
         self._check(images, labels)
-        dtype = images.data.dtype if images.data.dtype.kind == "f" else np.float32
+        dtype = images.array.dtype if images.array.dtype.kind == "f" else np.float32
         lam = float(rng(self.generator).beta(self.alpha, self.alpha))
-        x = images.data
+        x = images.array
         rolled = x[np.r_[x.shape[0] - 1, 0:x.shape[0] - 1]] if x.shape[0] else x
         out, lam = self._mix(x, rolled, lam)
         oh = self._one_hot(labels, dtype)

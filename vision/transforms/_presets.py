@@ -110,7 +110,7 @@ class ImageClassification:
 
         if img.ndim not in (3, 4):
             raise ValueError(f"img must be CHW or NCHW, got shape {tuple(img.shape)}")
-        arr = img.data
+        arr = img.array
         xp = B.namespace(arr)
         h, w = arr.shape[-2:]
         nh, nw = _resized_hw(h, w, self.resize_size[0])
@@ -122,7 +122,7 @@ class ImageClassification:
         kw = {}
         if self._mode in ("bilinear", "bicubic"):
             kw = {"antialias": bool(self.antialias), "align_corners": False}
-        out = F.interpolate(ember.Tensor._make(x4), size=(nh, nw), mode=self._mode, **kw).data
+        out = F.interpolate(ember.Tensor._make(x4), size=(nh, nw), mode=self._mode, **kw).array
         out = out if x.ndim == 4 else out[0]
         if is_uint8:
             out = xp.clip(xp.rint(out), 0, 255).astype(xp.uint8)

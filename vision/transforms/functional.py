@@ -60,7 +60,7 @@ def pil_to_tensor(pic):
 def to_pil_image(pic, mode=None):
     """Tensor (C, H, W) / (H, W) or ndarray (H, W, C) -> PIL image (floats scaled by 255)."""
     if isinstance(pic, Tensor):
-        a = pic.detach().cpu().numpy() if hasattr(pic, "cpu") else pic.data
+        a = pic.detach().cpu().numpy() if hasattr(pic, "cpu") else pic.array
         a = np.asarray(a)
     elif isinstance(pic, np.ndarray):
         a = pic if pic.ndim == 2 else pic.transpose(2, 0, 1)
@@ -92,9 +92,9 @@ def _rewrap(out, like):
 
 def _mask_op(m, fn):
     """Run an image kernel on a mask (..., H, W) with a channel axis added and removed."""
-    t = wrap(m.data[..., None, :, :])
+    t = wrap(m.array[..., None, :, :])
     out = fn(t)
-    return Mask(wrap(out.data[..., 0, :, :]))
+    return Mask(wrap(out.array[..., 0, :, :]))
 
 
 # --------------------------------------------------------------------------------- geometry
@@ -214,6 +214,6 @@ def convert_bounding_box_format(boxes: BoundingBoxes, new_format: str):
     """Boxes in ``new_format`` (XYXY, XYWH, CXCYWH)."""
     from .parts import convert_format
     fmt = str(new_format).upper()
-    out = convert_format(boxes.data, boxes.format, fmt)
+    out = convert_format(boxes.array, boxes.format, fmt)
     return BoundingBoxes(wrap(out), format=fmt, canvas_size=boxes.canvas_size)
 

@@ -20,9 +20,9 @@ from ember._tensor import Tensor
 
 def _array(data, dtype=None):
     if isinstance(data, Tensor):
-        a = data.data
+        a = data.array
         return a if dtype is None else a.astype(dtype)
-    return ember.as_tensor(data, dtype=dtype).data
+    return ember.as_tensor(data, dtype=dtype).array
 
 
 class Image(Tensor):
@@ -36,7 +36,7 @@ class Image(Tensor):
         if self.ndim < 2:
             raise ValueError(f"Image needs at least 2 dims, got shape {tuple(self.shape)}")
         if self.ndim == 2:
-            self.data = self.data[None]
+            self.array = self.array[None]
 
 
 class Video(Tensor):
@@ -71,7 +71,7 @@ class BoundingBoxes(Tensor):
         if fmt not in BOX_FORMATS:
             raise ValueError(f"format must be one of {BOX_FORMATS}, got {format!r}")
         if self.ndim == 1 and self.shape[0] == 4:
-            self.data = self.data[None]
+            self.array = self.array[None]
         if self.ndim != 2 or self.shape[-1] != 4:
             raise ValueError(f"BoundingBoxes needs shape (N, 4), got {tuple(self.shape)}")
         self.format = fmt
@@ -118,7 +118,7 @@ def convert_format(a, src: str, dst: str):
 def map_boxes(boxes: BoundingBoxes, fn, canvas_size, clamp=True):
     """Apply ``fn(points (M, 2) float64) -> (M, 2)`` to the corners of XYXY boxes, take the
     enclosing axis-aligned box, clamp to the new canvas and restore the format and dtype."""
-    a = np.asarray(boxes.data.get() if hasattr(boxes.data, "get") else boxes.data)
+    a = np.asarray(boxes.array.get() if hasattr(boxes.array, "get") else boxes.array)
     xyxy = convert_format(a.astype(np.float64), boxes.format, "XYXY")
     x0, y0, x1, y1 = xyxy.T
     corners = np.stack([np.stack([x0, y0], -1), np.stack([x1, y0], -1),
@@ -132,16 +132,16 @@ def map_boxes(boxes: BoundingBoxes, fn, canvas_size, clamp=True):
     out = convert_format(out, "XYXY", boxes.format)
     if a.dtype.kind != "f":
         out = np.round(out)
-    xp = ember._backend.namespace(boxes.data)
+    xp = ember._backend.namespace(boxes.array)
     return boxes.wrap_like(xp.asarray(out.astype(a.dtype)), canvas_size=canvas_size)
 
 
 def map_points(points: KeyPoints, fn, canvas_size):
-    a = np.asarray(points.data.get() if hasattr(points.data, "get") else points.data)
+    a = np.asarray(points.array.get() if hasattr(points.array, "get") else points.array)
     out = fn(a.reshape(-1, 2).astype(np.float64)).reshape(a.shape)
     if a.dtype.kind != "f":
         out = np.round(out)
-    xp = ember._backend.namespace(points.data)
+    xp = ember._backend.namespace(points.array)
     return points.wrap_like(xp.asarray(out.astype(a.dtype)), canvas_size=canvas_size)
 
 

@@ -453,5 +453,5 @@ class RandomErasing(_ImageOnly):
         if is_pil(img):
             raise TypeError("RandomErasing needs a Tensor image, got a PIL image")
         i, j, h, w = params["box"]
-        return F.erase(img, i, j, h, w, params["v"].astype(img.data.dtype), self.inplace)
+        return F.erase(img, i, j, h, w, params["v"].astype(img.array.dtype), self.inplace)
 

@@ -63,7 +63,7 @@ class ActivationBackward(Node):
     def backward(self, g):
         saved = self.unpack()  # version check of x (and the error after the graph was freed)
         if not STATE.enabled:
-            return (wrap(_times(g.data, self.d)),)
+            return (wrap(_times(g.array, self.d)),)
         if self.diff is None:
             return (g * wrap(self.d),)
         return (self.diff(saved[0], g),)
@@ -81,7 +81,7 @@ def _times(gd, d):
 def _float_data(input, name):
     if not isinstance(input, _Tensor()):
         raise TypeError(f"{name}(): argument 'input' must be a Tensor, not {type(input).__name__}")
-    d = input.data
+    d = input.array
     if not D.is_floating(d.dtype):
         raise TypeError(f"{name}: expected a floating point tensor, got {D.name(d.dtype)}")
     return d
@@ -100,7 +100,7 @@ def _activation(input, name, fwd, diff=None, floats_only=True, chunked=False):
     if floats_only:
         d = _float_data(input, name)
     else:
-        d = input.data
+        d = input.array
         if d.dtype.kind == "b":
             raise TypeError(f"{name}: bool tensors are not supported")
     dt = d.dtype
@@ -300,7 +300,7 @@ def _elu(input, alpha, scale, input_scale, name):
 
     def diff(x, g):
         neg = (x * input_scale).exp() * (alpha * scale * input_scale)
-        return g * where(wrap(x.data > 0), scale, neg)
+        return g * where(wrap(x.array > 0), scale, neg)
     return _activation(input, name, fwd, diff, chunked=True)
 
 
@@ -526,8 +526,8 @@ def _hardswish(input):
         return y, d
 
     def diff(x, g):
-        mid = wrap((x.data > -3) & (x.data < 3))
-        return g * where(mid, x * (1 / 3) + 0.5, wrap(x.data >= 3)._cast(x.dtype))
+        mid = wrap((x.array > -3) & (x.array < 3))
+        return g * where(mid, x * (1 / 3) + 0.5, wrap(x.array >= 3)._cast(x.dtype))
     return _activation(input, "hardswish", fwd, diff)
 
 
@@ -579,7 +579,7 @@ def softplus(input, beta=1.0, threshold=20.0):
         return y, d
 
     def diff(x, g):
-        return g * where(wrap((x.data * beta) > threshold), 1.0, (x * beta).sigmoid())
+        return g * where(wrap((x.array * beta) > threshold), 1.0, (x * beta).sigmoid())
     return _activation(input, "softplus", fwd, diff, chunked=True)
 
 
@@ -650,7 +650,7 @@ def prelu(input, weight):
         raise RuntimeError(f"prelu: weight must be a scalar or a 1-D tensor, got "
                            f"{weight.dim()} dims")
     w = weight.reshape(()) if nw == 1 else weight.reshape((nw,) + (1,) * (input.dim() - 2))
-    return where(wrap(input.data > 0), input, input * w)
+    return where(wrap(input.array > 0), input, input * w)
 
 
 # ------------------------------------------------------------------------------ softmax family
@@ -701,7 +701,7 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     from ...ops._util import norm_dim
 
     ax = norm_dim(dim, d.ndim)
-    idx = xp.argmax(y.data, axis=ax, keepdims=True)
+    idx = xp.argmax(y.array, axis=ax, keepdims=True)
     pos = xp.arange(d.shape[ax]).reshape((-1,) + (1,) * (d.ndim - ax - 1))
     onehot = (pos == idx).astype(d.dtype)
     return wrap(onehot) - y.detach() + y
@@ -716,8 +716,8 @@ def _as_float(t):
 def _clamp_value(t, eps):
     """``t`` with values below ``eps`` raised to ``eps`` but the gradient of ``t`` passed
     through unchanged (PyTorch clamps the norms in place under no_grad)."""
-    xp = B.namespace(t.data)
-    return t + wrap(xp.maximum(t.data, t.data.dtype.type(eps)) - t.data)
+    xp = B.namespace(t.array)
+    return t + wrap(xp.maximum(t.array, t.array.dtype.type(eps)) - t.array)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
@@ -748,17 +748,17 @@ class CdistBackward(Node):
     def backward(self, g):
         x1, x2, res = self.unpack()
         if not STATE.enabled:
-            xp = B.namespace(res.data)
-            zero = res.data == 0
+            xp = B.namespace(res.array)
+            zero = res.array == 0
             with np.errstate(divide="ignore", invalid="ignore"):
-                r = g.data / res.data
+                r = g.array / res.array
             r[zero] = 0
-            a, b = x1.data, x2.data
+            a, b = x1.array, x2.array
             g1 = a * r.sum(-1)[..., None] - r @ b if self.next[0] is not None else None
             g2 = b * r.sum(-2)[..., None] - xp.swapaxes(r, -1, -2) @ a \
                 if self.next[1] is not None else None
             return (None if g1 is None else wrap(g1), None if g2 is None else wrap(g2))
-        zero = wrap(res.data == 0)
+        zero = wrap(res.array == 0)
         r = (g / res.masked_fill(zero, 1.0)).masked_fill(zero, 0.0)
         g1 = x1 * r.sum(-1, keepdim=True) - r.matmul(x2) if self.next[0] is not None else None
         g2 = x2 * r.sum(-2).unsqueeze(-1) - r.mT.matmul(x1) if self.next[1] is not None \
@@ -769,7 +769,7 @@ class CdistBackward(Node):
 def _euclid_mm(x1, x2):
     from ...autograd.graph import saved_output
 
-    a, b = x1.data, x2.data
+    a, b = x1.array, x2.array
     xp = B.namespace(a)
     r = a @ xp.swapaxes(b, -1, -2)
     r *= -2
@@ -840,7 +840,7 @@ def pdist(input, p=2):
         raise RuntimeError("pdist only supports non-negative p values")
     n = input.shape[0]
     i, j = np.triu_indices(n, 1)
-    xp = B.namespace(input.data)
+    xp = B.namespace(input.array)
     i, j = to_tensor(xp.asarray(i)), to_tensor(xp.asarray(j))
     diff = input.index_select(0, i) - input.index_select(0, j)
     return _norm(diff, p, 1)

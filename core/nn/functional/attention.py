@@ -78,7 +78,7 @@ class SdpaBackward(Node):
     def backward(self, g):
         q, k, v, mask = self.unpack()
         if not STATE.enabled:
-            return self._raw(g.data, q.data, k.data, v.data)
+            return self._raw(g.array, q.array, k.array, v.array)
         return self._graph(g, q, k, v, mask)
 
     def release(self):
@@ -135,10 +135,10 @@ class SdpaBackward(Node):
 def _safe_softmax(s, allow):
     """Differentiable softmax over the last dim with -inf outside ``allow`` (a bool array
     or None) and all -inf rows giving 0."""
-    xp = B.namespace(s.data)
+    xp = B.namespace(s.array)
     if allow is not None:
         s = s.masked_fill(wrap(~allow), -math.inf)
-    dead = ~xp.isfinite(s.data).any(-1, keepdims=True)
+    dead = ~xp.isfinite(s.array).any(-1, keepdims=True)
     if not dead.any():
         return softmax(s, -1)
     dead = wrap(xp.broadcast_to(dead, s.shape))
@@ -155,7 +155,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     0..i). ``scale`` defaults to 1/sqrt(E). Rows where nothing takes part give zeros.
     ``enable_gqa``: key/value may have fewer heads (dim -3) than query, a divisor of them.
     """
-    q, k, v = query.data, key.data, value.data
+    q, k, v = query.array, key.array, value.array
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, "
                            f"but got query.dim: {q.ndim} key.dim: {k.ndim} and value.dim: "
@@ -185,7 +185,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             key = key.repeat_interleave(hq // hk, dim=-3)
         if hv != hq:
             value = value.repeat_interleave(hq // hv, dim=-3)
-        k, v = key.data, value.data
+        k, v = key.array, value.array
     E, L, S = q.shape[-1], q.shape[-2], k.shape[-2]
     if k.shape[-1] != E:
         raise RuntimeError(f"scaled_dot_product_attention: key's last dim {k.shape[-1]} must "
@@ -207,7 +207,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if is_causal:
         allow = xp.arange(S)[None, :] <= xp.arange(L)[:, None]
     elif attn_mask is not None:
-        m = attn_mask.data
+        m = attn_mask.array
         if m.dtype == np.bool_:
             allow = m
         else:
@@ -235,7 +235,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                           mgrad):
         n = new_node(SdpaBackward)
         n.p, n.keep, n.allow, n.scale = p, keep, allow, scale
-        n.shapes = (q.shape, k.shape, v.shape, None if fmask is None else fmask.data.shape)
+        n.shapes = (q.shape, k.shape, v.shape, None if fmask is None else fmask.array.shape)
         n.save(query, key, value, fmask)
         record(n, out, query, key, value, fmask)
     return out
@@ -255,8 +255,8 @@ def _canonical_mask(mask, name, other_type, other_name, target_type, check_other
         warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
                       f"type for both instead.", stacklevel=3)
     if not is_float:
-        xp = B.namespace(mask.data)
-        mask = wrap(xp.where(mask.data, xp.asarray(-np.inf, dtype=target_type),
+        xp = B.namespace(mask.array)
+        mask = wrap(xp.where(mask.array, xp.asarray(-np.inf, dtype=target_type),
                              xp.asarray(0, dtype=target_type)))
     return mask
 
@@ -473,7 +473,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             w = bmm(q_scaled, k.transpose(-2, -1))
         w = softmax(w, -1)
         if dropout_p > 0.0:
-            xp = B.namespace(w.data)
+            xp = B.namespace(w.array)
             w = w * wrap(_keep_mask(xp, w.shape, dropout_p, w.dtype, w.device))
         out = bmm(w, v)
         out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)

@@ -98,13 +98,13 @@ def _check_inputs(op, nd, input, weight, bias, groups, transposed=False):
         raise TypeError(f"{op}(): argument 'groups' must be int, not {type(groups).__name__}")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
-    idt, wdt = input.data.dtype, weight.data.dtype
+    idt, wdt = input.array.dtype, weight.array.dtype
     if idt.kind == "b" or idt.kind == "c":
         raise RuntimeError(f"\"{op}\" not implemented for '{_torch_name(idt)}'")
     if idt != wdt:
         raise RuntimeError(f"Input type ({_torch_name(idt)}) and weight type "
                            f"({_torch_name(wdt)}) should be the same")
-    if type(input.data) is not type(weight.data):
+    if type(input.array) is not type(weight.array):
         raise RuntimeError(f"{op}: expected input and weight to be on the same device, but got "
                            f"{input.device} and {weight.device}")
     batch_sh = ish if len(ish) == nd + 2 else (1,) + ish
@@ -138,9 +138,9 @@ def _check_inputs(op, nd, input, weight, bias, groups, transposed=False):
             raise RuntimeError(
                 f"Given weight of size {list(wsh)}, expected bias to be 1-dimensional with "
                 f"{out_ch} elements, but got bias of size {list(bsh)} instead")
-        if bias.data.dtype != idt:
+        if bias.array.dtype != idt:
             raise RuntimeError(f"Input type ({_torch_name(idt)}) and bias type "
-                               f"({_torch_name(bias.data.dtype)}) should be the same")
+                               f"({_torch_name(bias.array.dtype)}) should be the same")
     return len(ish) == nd + 1
 
 
@@ -739,7 +739,7 @@ def _bias_grad(g, nd):
     dims = (0,) + tuple(range(2, 2 + nd))
     if STATE.enabled:
         return g.sum(dims)
-    d = g.data
+    d = g.array
     if d.dtype == np.float16:  # accumulate in float32, as for the conv itself
         return wrap(d.sum(axis=dims, dtype=np.float32).astype(d.dtype))
     return wrap(d.sum(axis=dims))
@@ -747,7 +747,7 @@ def _bias_grad(g, nd):
 
 def _add_bias(out, b, nd):
     if b is not None:
-        out += b.data.reshape((-1,) + (1,) * nd)
+        out += b.array.reshape((-1,) + (1,) * nd)
     return out
 
 
@@ -757,9 +757,9 @@ class ConvolutionBackward(Node):
     def backward(self, g):
         x, w = self.unpack()
         nx = self.next
-        gx = _conv_t(g, w, None, x.data.shape[2:], self.geo) if nx[0] is not None else None
-        gw = _conv_w(x, g, w.data.shape[2:], self.geo) if nx[1] is not None else None
-        gb = _bias_grad(g, w.data.ndim - 2) if len(nx) > 2 and nx[2] is not None else None
+        gx = _conv_t(g, w, None, x.array.shape[2:], self.geo) if nx[0] is not None else None
+        gw = _conv_w(x, g, w.array.shape[2:], self.geo) if nx[1] is not None else None
+        gb = _bias_grad(g, w.array.ndim - 2) if len(nx) > 2 and nx[2] is not None else None
         return gx, gw, gb
 
 
@@ -769,9 +769,9 @@ class ConvolutionTransposeBackward(Node):
     def backward(self, g):
         y, w = self.unpack()
         nx = self.next
-        gy = _conv(g, w, None, y.data.shape[2:], self.geo) if nx[0] is not None else None
-        gw = _conv_w(g, y, w.data.shape[2:], self.geo) if nx[1] is not None else None
-        gb = _bias_grad(g, w.data.ndim - 2) if len(nx) > 2 and nx[2] is not None else None
+        gy = _conv(g, w, None, y.array.shape[2:], self.geo) if nx[0] is not None else None
+        gw = _conv_w(g, y, w.array.shape[2:], self.geo) if nx[1] is not None else None
+        gb = _bias_grad(g, w.array.ndim - 2) if len(nx) > 2 and nx[2] is not None else None
         return gy, gw, gb
 
 
@@ -781,8 +781,8 @@ class ConvolutionWeightBackward(Node):
     def backward(self, gw):
         x, g = self.unpack()
         nx = self.next
-        gx = _conv_t(g, gw, None, x.data.shape[2:], self.geo) if nx[0] is not None else None
-        gg = _conv(x, gw, None, g.data.shape[2:], self.geo) if nx[1] is not None else None
+        gx = _conv_t(g, gw, None, x.array.shape[2:], self.geo) if nx[0] is not None else None
+        gg = _conv(x, gw, None, g.array.shape[2:], self.geo) if nx[1] is not None else None
         return gx, gg
 
 
@@ -801,19 +801,19 @@ def _record(cls, out, geo, a, b, bias=None):
 
 def _conv(x, w, b, O, geo):
     """Recorded op: conv of x (N, C, *S) with w, plus bias b, to output size ``O``."""
-    out = _add_bias(_run(_conv_arr, x.data, w.data, tuple(O), geo), b, len(O))
+    out = _add_bias(_run(_conv_arr, x.array, w.array, tuple(O), geo), b, len(O))
     return _record(ConvolutionBackward, wrap(out), geo, x, w, b)
 
 
 def _conv_t(y, w, b, S, geo):
     """Recorded op: adjoint conv of y (N, Co, *O) with w, to input size ``S``, plus bias."""
-    out = _add_bias(_run(_conv_t_arr, y.data, w.data, tuple(S), geo), b, len(S))
+    out = _add_bias(_run(_conv_t_arr, y.array, w.array, tuple(S), geo), b, len(S))
     return _record(ConvolutionTransposeBackward, wrap(out), geo, y, w, b)
 
 
 def _conv_w(x, g, k, geo):
     """Recorded op: the weight gradient (Co, C/groups, *k) of a conv of x given grad g."""
-    out = wrap(_run(_conv_w_arr, x.data, g.data, tuple(k), geo))
+    out = wrap(_run(_conv_w_arr, x.array, g.array, tuple(k), geo))
     return _record(ConvolutionWeightBackward, out, geo, x, g)
 
 
@@ -1014,12 +1014,12 @@ def _linear_record(cls, out, x, S, k, geo, O):
 
 
 def _unfold(x, k, geo, O):
-    return _linear_record(Im2ColBackward, wrap(_unfold_arr(x.data, k, geo, O)), x,
-                          tuple(x.data.shape[2:]), k, geo, O)
+    return _linear_record(Im2ColBackward, wrap(_unfold_arr(x.array, k, geo, O)), x,
+                          tuple(x.array.shape[2:]), k, geo, O)
 
 
 def _fold(cols, S, k, geo, O):
-    return _linear_record(Col2ImBackward, wrap(_fold_arr(cols.data, S, k, geo, O)), cols,
+    return _linear_record(Col2ImBackward, wrap(_fold_arr(cols.array, S, k, geo, O)), cols,
                           S, k, geo, O)
 
 

@@ -41,7 +41,7 @@ _NEG_INF = -np.inf
 def _lengths(v, name):
     """Lengths given as a tensor, array, sequence or int -> list of Python ints."""
     if isinstance(v, U.T()):
-        d = v.data
+        d = v.array
         if d.dtype.kind not in "iu":
             raise RuntimeError(f"ctc_loss: {name} must hold integers, got {D.name(d.dtype)}")
         return [int(i) for i in (d.get() if B.is_cuda_array(d) else d).reshape(-1).tolist()]
@@ -89,7 +89,7 @@ class CtcLossBackward(Node):
 
     def backward(self, g):
         (lp,) = self.unpack()
-        grad = _ctc_grad(self, lp.data, g.data)
+        grad = _ctc_grad(self, lp.array, g.array)
         out = wrap(grad)
         if STATE.enabled:  # create_graph: the gradient is there, its own derivative is not
             n = new_node(CtcLossDoubleBackward)
@@ -223,7 +223,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     log_probs = U.to_tensor(log_probs, name="log_probs")
-    lpd = log_probs.data
+    lpd = log_probs.array
     if lpd.ndim not in (2, 3):
         raise RuntimeError(f"Expected 3-dimensional tensor, but got {lpd.ndim}-dimensional tensor "
                            "for argument #1 'log_probs' (while checking arguments for ctc_loss)")
@@ -231,10 +231,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError(f"ctc_loss: expected floating point log_probs, got {D.name(lpd.dtype)}")
     batched = lpd.ndim == 3
     lp = log_probs if batched else log_probs.unsqueeze(1)
-    T, N, C = lp.data.shape
+    T, N, C = lp.array.shape
     xp = B.namespace(lpd)
     targets = U.to_tensor(targets, lp, "targets")
-    td = targets.data
+    td = targets.array
     if B.namespace(td) is not xp:  # targets follow log_probs, as in PyTorch
         td = xp.asarray(td) if xp is not np else td.get()
     if td.dtype.kind not in "iu":
@@ -266,7 +266,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise IndexError(f"ctc_loss: targets must be class indices in [0, {C - 1}], got {bad}")
     lab = xp.full((N, 2 * L + 1), blank, np.int64)
     lab[:, 1::2] = xp.where(valid, tp, blank)
-    alpha, emit, nll = _ctc_forward(lp.data, lab, il, tl, blank)
+    alpha, emit, nll = _ctc_forward(lp.array, lab, il, tl, blank)
     res = wrap(nll)
     if STATE.enabled and lp.requires_grad:
         n = new_node(CtcLossBackward)

@@ -31,7 +31,7 @@ def _check_p(p):
 
 def _keep(input, p, shape):
     """A {0, 1} mask of ``shape`` in ``input``'s float dtype, each 1 with probability 1 - p."""
-    d = input.data
+    d = input.array
     gen = _gen(None, input.device)
     dt = d.dtype if d.dtype.kind == "f" else np.dtype(np.float32)
     udt = dt if dt in (np.float32, np.float64) else np.float32
@@ -64,7 +64,7 @@ def _dropout(input, p, training, inplace, feature, alpha):
     if not training or p == 0 or input.numel() == 0:
         return input
     if p == 1:
-        zero = wrap(B.namespace(input.data).zeros((), input.dtype))
+        zero = wrap(B.namespace(input.array).zeros((), input.dtype))
         return input.mul_(zero) if inplace else input * zero
     keep = _keep(input, p, _noise_shape(input, feature))
     if not alpha:

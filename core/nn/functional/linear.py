@@ -28,22 +28,22 @@ class LinearBackward(Node):
     def backward(self, g):
         x, w = self.unpack()
         nx = self.next
-        out_f, in_f = w.data.shape
+        out_f, in_f = w.array.shape
         gx = gw = gb = None
         if not STATE.enabled:
-            gd = g.data
+            gd = g.array
             g2 = gd.reshape(-1, out_f)
             if nx[0] is not None:
-                gx = wrap((g2 @ w.data).reshape(x.data.shape))
+                gx = wrap((g2 @ w.array).reshape(x.array.shape))
             if nx[1] is not None:
-                gw = wrap(g2.T @ x.data.reshape(-1, in_f))
+                gw = wrap(g2.T @ x.array.reshape(-1, in_f))
             if nx[2] is not None:
                 gb = wrap(g2.sum(0)) if self.bshape == (out_f,) else \
                     sum_to(wrap(gd), self.bshape)
             return gx, gw, gb
         g2 = g.reshape(-1, out_f)
         if nx[0] is not None:
-            gx = matmul(g2, w).reshape(x.data.shape)
+            gx = matmul(g2, w).reshape(x.array.shape)
         if nx[1] is not None:
             gw = matmul(g2.mT, x.reshape(-1, in_f))
         if nx[2] is not None:
@@ -64,7 +64,7 @@ def linear(input, weight, bias=None):
 
     One GEMM with the bias added in place into its output; backward is one GEMM per
     gradient (leading dims flattened)."""
-    x, w = input.data, weight.data
+    x, w = input.array, weight.array
     if x.ndim == 0 or w.ndim == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
                            f"{x.ndim}D and {w.ndim}D")
@@ -84,7 +84,7 @@ def linear(input, weight, bias=None):
         raise _shape_error(x, w) from None
     bshape = None
     if bias is not None:
-        b = bias.data
+        b = bias.array
         bshape = b.shape
         if b.dtype != y.dtype:
             raise RuntimeError(f"linear: bias has dtype {D.name(b.dtype)}, expected "
@@ -118,7 +118,7 @@ def bilinear(input1, input2, weight, bias=None):
     """``y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]``.
     ``input1`` (..., in1), ``input2`` (..., in2) with the same leading dims, ``weight``
     (out, in1, in2), ``bias`` (out,) or None."""
-    a, b, w = input1.data, input2.data, weight.data
+    a, b, w = input1.array, input2.array, weight.array
     if a.ndim != b.ndim:
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {a.ndim} and "
                            f"{b.ndim}")
@@ -135,8 +135,8 @@ def bilinear(input1, input2, weight, bias=None):
     if b.shape[-1] != w.shape[2]:
         raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
                            f"{b.shape[-1]} but expected {w.shape[2]}")
-    if bias is not None and (bias.data.ndim == 0 or bias.data.shape[-1] != w.shape[0]):
-        got = bias.data.shape[-1] if bias.data.ndim else 0
+    if bias is not None and (bias.array.ndim == 0 or bias.array.shape[-1] != w.shape[0]):
+        got = bias.array.shape[-1] if bias.array.ndim else 0
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got {got} but "
                            f"expected {w.shape[0]}")
     y = einsum("...i,oij,...j->...o", input1, weight, input2)

@@ -83,13 +83,13 @@ def _t(x, like=None, name="input"):
 
 
 def _float_input(x, name):
-    if not D.is_floating(x.data.dtype):
-        raise RuntimeError(f"{name}: expected a floating point input, got {D.name(x.data.dtype)}")
+    if not D.is_floating(x.array.dtype):
+        raise RuntimeError(f"{name}: expected a floating point input, got {D.name(x.array.dtype)}")
 
 
 def _same_device(op, a, b):
-    if b is not None and B.namespace(a.data) is not B.namespace(b.data):
-        raise U.device_error(op, a.data, b.data)
+    if b is not None and B.namespace(a.array) is not B.namespace(b.array):
+        raise U.device_error(op, a.array, b.array)
 
 
 def _size(t):
@@ -107,7 +107,7 @@ def _shape_warning(input, target):
 
 def _class_checks(name, input, target, weight):
     """Shape/dtype checks of (input (C,) | (N, C, *S), class-index target, weight)."""
-    xd, td = input.data, target.data
+    xd, td = input.array, target.array
     if xd.ndim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
     if td.dtype.kind not in "iu":
@@ -130,7 +130,7 @@ def _class_checks(name, input, target, weight):
                                f"{list(td.shape)}")
     C = xd.shape[0] if xd.ndim == 1 else xd.shape[1]
     if weight is not None:
-        if weight.data.ndim != 1 or weight.data.shape[0] != C:
+        if weight.array.ndim != 1 or weight.array.shape[0] != C:
             raise RuntimeError(f"weight tensor should be defined either for all {C} classes or no "
                                f"classes but got weight tensor of shape: {list(weight.shape)}")
         if STATE.enabled and weight.requires_grad:
@@ -156,7 +156,7 @@ class _Targets:
                              f"in [0, {C - 1}] (or ignore_index={ignore_index})")
         tt = xp.where(valid, td, 0).astype(np.int64, copy=False)
         dt = xd.dtype
-        wd = None if weight is None else weight.data.astype(dt, copy=False)
+        wd = None if weight is None else weight.array.astype(dt, copy=False)
         self.tt, self.valid, self.C, self.wd, self.shape = tt, valid, C, wd, xd.shape
         self.wt = valid.astype(dt) if wd is None else xp.where(valid, wd[tt], 0).astype(dt)
         self._lin = None
@@ -213,8 +213,8 @@ def _fold(coef, valid, scale):
 def _r(g, reduction, shape):
     """The upstream gradient as an array broadcastable to (N, 1, *S)."""
     if reduction == "none":
-        return g.data.reshape((shape[0], 1) + tuple(shape[2:]))
-    return g.data
+        return g.array.reshape((shape[0], 1) + tuple(shape[2:]))
+    return g.array
 
 
 def _r_t(g, reduction, shape):
@@ -252,9 +252,9 @@ class CrossEntropyBackward(Node):
 
 def _ce_class(x, target, weight, ignore_index, eps, reduction):
     """Fused log-softmax + NLL (+ label smoothing) on (N, C, *S) logits."""
-    xd = x.data
+    xd = x.array
     xp = B.namespace(xd)
-    tg = _Targets("cross_entropy", xd, target.data, weight, ignore_index)
+    tg = _Targets("cross_entropy", xd, target.array, weight, ignore_index)
     C, wd, valid = tg.C, tg.wd, tg.valid
     z = xd - xd.max(axis=1, keepdims=True)
     zt = xp.take_along_axis(z, tg.tt[:, None], axis=1)[:, 0]
@@ -302,7 +302,7 @@ class CrossEntropyProbBackward(Node):
             if self.scale is not None:
                 r = r * self.scale
             xp = B.namespace(logp)
-            wq = self.qs if w is None else self.qs * w.data.reshape(view)
+            wq = self.qs if w is None else self.qs * w.array.reshape(view)
             if self.next[0] is not None:
                 gx = xp.exp(logp) * wq.sum(axis=1, keepdims=True)
                 gx -= wq
@@ -310,7 +310,7 @@ class CrossEntropyProbBackward(Node):
                 gx = wrap(gx)
             if self.next[1] is not None:
                 t = logp * r * (eps - 1)
-                gq = wrap(t if w is None else t * w.data.reshape(view))
+                gq = wrap(t if w is None else t * w.array.reshape(view))
             if self.next[2] is not None:
                 gw = wrap(-(self.qs * logp * r).sum(axis=red))
             return gx, gq, gw
@@ -332,7 +332,7 @@ class CrossEntropyProbBackward(Node):
 
 
 def _ce_prob(x, q, weight, eps, reduction):
-    xd, qd = x.data, q.data
+    xd, qd = x.array, q.array
     xp = B.namespace(xd)
     C = xd.shape[1]
     view = _class_view(xd.shape)
@@ -341,7 +341,7 @@ def _ce_prob(x, q, weight, eps, reduction):
         z -= xp.log(xp.exp(z).sum(axis=1, keepdims=True))
     logp = z
     qs = qd * (1 - eps) + eps / C if eps else qd
-    wq = qs if weight is None else qs * weight.data.reshape(view)
+    wq = qs if weight is None else qs * weight.array.reshape(view)
     loss = -(wq * logp).sum(axis=1)
     if reduction == "none":
         out, scale = loss, None
@@ -387,7 +387,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     _same_device("cross_entropy", input, weight)
     _float_input(input, "cross_entropy")
     eps = float(label_smoothing)
-    xd, td = input.data, target.data
+    xd, td = input.array, target.array
     if xd.shape == td.shape:  # class probabilities
         if not D.is_floating(td.dtype):
             raise RuntimeError("Expected floating point type for target with class "
@@ -398,7 +398,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {eps:g}")
         eps = max(eps, 0.0)  # PyTorch ignores a negative smoothing
         C = xd.shape[0] if xd.ndim == 1 else xd.shape[1]
-        if weight is not None and (weight.data.ndim != 1 or weight.data.shape[0] != C):
+        if weight is not None and (weight.array.ndim != 1 or weight.array.shape[0] != C):
             raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {C} "
                                "classes or no classes but got weight tensor of shape: "
                                f"{list(weight.shape)}")
@@ -458,16 +458,16 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _same_device("nll_loss", input, weight)
     _float_input(input, "nll_loss")
     _class_checks("nll_loss", input, target, weight)
-    if input.data.ndim == 1:
+    if input.array.ndim == 1:
         out = _nll(input.reshape(1, -1), target.reshape(1), weight, ignore_index, reduction)
         return out.reshape(()) if reduction == "none" else out
     return _nll(input, target, weight, ignore_index, reduction)
 
 
 def _nll(x, target, weight, ignore_index, reduction):
-    xd = x.data
+    xd = x.array
     xp = B.namespace(xd)
-    tg = _Targets("nll_loss", xd, target.data, weight, ignore_index)
+    tg = _Targets("nll_loss", xd, target.array, weight, ignore_index)
     picked = xp.take_along_axis(xd, tg.tt[:, None], axis=1)[:, 0]
     loss = xp.where(tg.valid, -(tg.wt * picked), 0).astype(xd.dtype, copy=False)
     out, scale = _reduced(loss, reduction, tg.denom(), xd.dtype)
@@ -490,11 +490,11 @@ class BinaryCrossEntropyBackward(Node):
         x, t, w = self.unpack()
         gx = gt = None
         if not STATE.enabled:
-            xd, td = x.data, t.data
+            xd, td = x.array, t.array
             xp = B.namespace(xd)
-            r = g.data if self.scale is None else g.data * self.scale
+            r = g.array if self.scale is None else g.array * self.scale
             if w is not None:
-                r = r * w.data
+                r = r * w.array
             if self.next[0] is not None:
                 gx = wrap((xd - td) / xp.maximum(xd * (1 - xd), 1e-12) * r)
             if self.next[1] is not None:
@@ -529,11 +529,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          "size.")
     _float_input(input, "binary_cross_entropy")
     _same_device("binary_cross_entropy", input, target)
-    xd = input.data
+    xd = input.array
     xp = B.namespace(xd)
     if xd.size and bool(((xd < 0) | (xd > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    if target.data.dtype != xd.dtype:
+    if target.array.dtype != xd.dtype:
         target = target._cast(xd.dtype)
     if weight is not None:
         weight = _t(weight, input, "weight")
@@ -548,11 +548,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             raise RuntimeError("binary_cross_entropy: not differentiable with respect to argument "
                                "'weight'. This input cannot have requires_grad True.")
         weight = weight._cast(xd.dtype)
-    td = target.data
+    td = target.array
     with np.errstate(divide="ignore"):
         loss = -(td * xp.maximum(xp.log(xd), -100) + (1 - td) * xp.maximum(xp.log(1 - xd), -100))
     if weight is not None:
-        loss = loss * weight.data
+        loss = loss * weight.array
     scale = None
     if reduction == "mean":
         scale = 1 / xd.size if xd.size else math.nan
@@ -779,7 +779,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         var = ones_like(input) * var
     else:
         var = _t(var, input, "var")
-        if bool((var.data < 0).any()):
+        if bool((var.array < 0).any()):
             raise ValueError("var has negative entry/entries")
     if _size(var) != _size(input):
         if _size(input)[:-1] == _size(var):
@@ -911,7 +911,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 
 def _margin_batch(name, input, target):
     """(C,) / (N, C) input and its target -> 2-d input (N, C), target (N,), unbatched flag."""
-    xd, td = input.data, target.data
+    xd, td = input.array, target.array
     if not (xd.ndim == 1 and xd.shape[0] > 0 or xd.ndim == 2 and xd.shape[1] > 0):
         raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
                            f"but got: {list(xd.shape)}")
@@ -941,7 +941,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         if weight.ndim != 1:
             raise ValueError("weight must be one-dimensional")
     unbatched = _margin_batch("multi_margin_loss", input, target)
-    xd, td = input.data, target.data
+    xd, td = input.array, target.array
     N, C = (1, xd.shape[0]) if xd.ndim == 1 else xd.shape
     if td.size != N or (xd.ndim == 2 and td.ndim != 1) or td.ndim > 1:
         raise RuntimeError("multi_margin_loss: target tensor should be 1-D with size equal to the "
@@ -961,7 +961,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     mask = xp.ones((N, C), xd.dtype)
     mask[xp.arange(N), t] = 0
     if weight is not None:
-        mask *= weight.data.astype(xd.dtype, copy=False)[t][:, None]
+        mask *= weight.array.astype(xd.dtype, copy=False)[t][:, None]
     loss = (z * wrap(mask)).sum(1) / C
     if unbatched and td.ndim == 0:
         loss = loss.reshape(())
@@ -981,7 +981,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     input = _t(input)
     target = _t(target, input, "target")
     unbatched = _margin_batch("multilabel_margin_loss", input, target)
-    xd, td = input.data, target.data
+    xd, td = input.array, target.array
     if td.shape != xd.shape:
         raise RuntimeError(f"inconsistent target size: {list(td.shape)} for input of size: "
                            f"{list(xd.shape)}")

@@ -83,8 +83,8 @@ class NormBackward(Node):
             return (None if gx is None else gx.reshape(x.shape),
                     None if gw is None else gw.reshape(w.shape),
                     None if gb is None else gb.reshape(self.bshape))
-        gx, gw, gb = self._raw(g.data.reshape(view), x.data.reshape(view),
-                               None if w is None else w.data.reshape(wview))
+        gx, gw, gb = self._raw(g.array.reshape(view), x.array.reshape(view),
+                               None if w is None else w.array.reshape(wview))
         return (None if gx is None else wrap(gx.reshape(x.shape)),
                 None if gw is None else wrap(gw.reshape(w.shape)),
                 None if gb is None else wrap(gb.reshape(self.bshape)))
@@ -177,9 +177,9 @@ def _norm(x, view, axes, paxes, weight, bias, wview, eps, stats=None, center=Tru
     Returns ``(out, mean, var)``: ``out`` shaped as ``x``; the batch's mean and biased
     variance as raw arrays with ``axes`` kept (None with ``stats``).
     """
-    d = x.data.reshape(view)
+    d = x.array.reshape(view)
     fused = axes == paxes
-    w = None if weight is None else weight.data.reshape(wview)
+    w = None if weight is None else weight.array.reshape(wview)
     var = None
     if stats is None:
         mean, var, invstd, xc = _raw_stats(d, axes, eps, center)
@@ -195,7 +195,7 @@ def _norm(x, view, axes, paxes, weight, bias, wview, eps, stats=None, center=Tru
         # running statistics, per channel: x * scale + (bias - mean * scale), two passes
         shift = -mean * scale
         if add_bias:
-            shift = shift + bias.data.reshape(wview)
+            shift = shift + bias.array.reshape(wview)
             add_bias = False
         out = _scale_shift(d, scale, shift)
     elif xc is None or xc is d:
@@ -206,7 +206,7 @@ def _norm(x, view, axes, paxes, weight, bias, wview, eps, stats=None, center=Tru
     if w is not None:
         out *= w
     if add_bias:
-        out += bias.data.reshape(wview)
+        out += bias.array.reshape(wview)
     res = wrap(out.reshape(x.shape))
     if STATE.enabled and (x.requires_grad or (weight is not None and weight.requires_grad)
                           or (bias is not None and bias.requires_grad)):
@@ -272,7 +272,7 @@ def _update_running(running, batch_value, momentum):
     """running = (1 - momentum) * running + momentum * batch_value, in place (no autograd)."""
     if running is None:
         return
-    r = running.data
+    r = running.array
     v = batch_value.astype(r.dtype, copy=False).reshape(r.shape)
     r *= 1 - momentum
     r += momentum * v
@@ -281,9 +281,9 @@ def _update_running(running, batch_value, momentum):
 
 def _stat_arrays(running_mean, running_var, eps, shape, dtype):
     """(mean, invstd) arrays of running statistics, reshaped to broadcast as ``shape``."""
-    xp = B.namespace(running_mean.data)
-    mean = running_mean.data.astype(dtype, copy=False).reshape(shape)
-    invstd = 1 / xp.sqrt(running_var.data.astype(dtype, copy=False).reshape(shape) + eps)
+    xp = B.namespace(running_mean.array)
+    mean = running_mean.array.astype(dtype, copy=False).reshape(shape)
+    invstd = 1 / xp.sqrt(running_var.array.astype(dtype, copy=False).reshape(shape) + eps)
     return mean, invstd.astype(dtype, copy=False)
 
 

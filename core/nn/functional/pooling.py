@@ -86,7 +86,7 @@ def _batched(op, nd, input):
         raise RuntimeError(
             f"{op}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim "
             f"batch size for input, but got:{list(sh)}")
-    if input.data.dtype.kind in "bc":
+    if input.array.dtype.kind in "bc":
         raise RuntimeError(f"\"{op}\" not implemented for '{input.dtype}'")
     unbatched = len(sh) == nd + 1
     return (input.unsqueeze(0) if unbatched else input), unbatched
@@ -139,7 +139,7 @@ class IndexScatterBackward(Node):
 
 def _scatter(v, lin, shape, unique=False):
     """zeros(shape) with ``v`` added at the flat indices ``lin`` (``lin.shape == v.shape``)."""
-    d = v.data
+    d = v.array
     xp = B.namespace(d)
     out = xp.zeros(_prod(shape), d.dtype)
     if unique:
@@ -156,7 +156,7 @@ def _scatter(v, lin, shape, unique=False):
 
 def _gather(x, lin, unique=False):
     """x.flat[lin] (shape of ``lin``), recorded."""
-    d = x.data
+    d = x.array
     xp = B.namespace(d)
     res = wrap(xp.take(d.reshape(-1), lin))
     if STATE.enabled and x.requires_grad:
@@ -260,7 +260,7 @@ def _max_pool(nd, op, input, kernel_size, stride, padding, dilation, ceil_mode,
               return_indices):
     k, s, p, d = _pool_args(op, nd, kernel_size, stride, padding, dilation)
     x, unbatched = _batched(op, nd, input)
-    xd = x.data
+    xd = x.array
     xp = B.namespace(xd)
     N, C = xd.shape[:2]
     S = xd.shape[2:]
@@ -350,7 +350,7 @@ def _max_unpool(nd, op, input, indices, kernel_size, stride, padding, output_siz
     x, unbatched = _batched(op, nd, input)
     if not isinstance(indices, U.Tensor):
         raise TypeError(f"{op}(): indices must be a Tensor, got {type(indices).__name__}")
-    if indices.data.dtype != np.int64:
+    if indices.array.dtype != np.int64:
         raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype}")
     idx = indices.unsqueeze(0) if unbatched else indices
     if tuple(idx.shape) != tuple(x.shape):
@@ -373,8 +373,8 @@ def _max_unpool(nd, op, input, indices, kernel_size, stride, padding, output_siz
                 raise ValueError(f"invalid output_size \"{tuple(output_size)}\" (dim {i} must "
                                  f"be between {df - ss} and {df + ss})")
     plane = _prod(OS)
-    xp = B.namespace(x.data)
-    flat = idx.data
+    xp = B.namespace(x.array)
+    flat = idx.array
     if flat.size and (bool((flat < 0).any()) or bool((flat >= plane).any())):
         bad = int(flat[(flat < 0) | (flat >= plane)].reshape(-1)[0])
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
@@ -491,7 +491,7 @@ def _record_avg(cls, out, x, k, s, p, S, O, div):
 
 def _avg(x, k, s, p, S, O, div):
     """Recorded op: window sums of the zero-padded x (N, C, *S), divided by ``div``."""
-    xd = x.data
+    xd = x.array
     dt = xd.dtype
     acc = np.dtype(np.int64) if dt.kind != "f" else (
         np.dtype(np.float32) if dt == np.float16 else dt)  # float16 sums in float32
@@ -502,7 +502,7 @@ def _avg(x, k, s, p, S, O, div):
 
 def _avg_t(g, k, s, p, S, O, div):
     """Recorded op: the adjoint of ``_avg`` (its gradient), (N, C, *O) -> (N, C, *S)."""
-    gd = g.data
+    gd = g.array
     xp = B.namespace(gd)
     E = tuple(max(e, a + n) for e, a, n in zip(_extent(O, k, s, (1,) * len(k)), p, S))
     buf = _box_sum_t(_divide(gd, div, gd.dtype), k, s, E)
@@ -540,8 +540,8 @@ def _avg_pool(nd, op, input, kernel_size, stride, padding, ceil_mode, count_incl
     C = x.shape[1]
     S = tuple(x.shape[2:])
     O = _out_sizes(op, C, S, k, s, p, (1,) * nd, ceil_mode)
-    div = _divisor(S, k, s, p, O, count_include_pad, divisor_override, x.data.dtype,
-                   B.namespace(x.data))
+    div = _divisor(S, k, s, p, O, count_include_pad, divisor_override, x.array.dtype,
+                   B.namespace(x.array))
     return _unbatch(_avg(x, k, s, p, S, O, div), unbatched)
 
 
@@ -653,7 +653,7 @@ def _windows_1d(L, O):
 
 def _adaptive_avg(nd, op, input, output_size):
     x, unbatched = _adaptive_input(op, nd, input)
-    if x.data.dtype.kind != "f":
+    if x.array.dtype.kind != "f":
         raise RuntimeError(f"\"{op}\" not implemented for '{x.dtype}'")
     S = tuple(x.shape[2:])
     O = _adaptive_size(op, nd, output_size, S)
@@ -666,13 +666,13 @@ def _adaptive_avg(nd, op, input, output_size):
         else:
             out = _avg(x, k, k, (0,) * nd, S, O, _prod(k))
         return _unbatch(out, unbatched)
-    xp = B.namespace(x.data)
+    xp = B.namespace(x.array)
     out = x
     for i in range(nd):
         if S[i] == O[i]:
             continue
         start, end = _windows_1d(S[i], O[i])
-        P = np.zeros((S[i], O[i]), x.data.dtype)  # averaging matrix, transposed
+        P = np.zeros((S[i], O[i]), x.array.dtype)  # averaging matrix, transposed
         for o in range(O[i]):
             P[start[o]:end[o], o] = 1.0 / (end[o] - start[o])
         Pt = wrap(xp.asarray(P))
@@ -708,9 +708,9 @@ def adaptive_avg_pool3d(input, output_size):
 
 def _adaptive_max(nd, op, input, output_size, return_indices):
     x, unbatched = _adaptive_input(op, nd, input)
-    if x.data.dtype.kind in "bc":
+    if x.array.dtype.kind in "bc":
         raise RuntimeError(f"\"{op}\" not implemented for '{x.dtype}'")
-    xd = x.data
+    xd = x.array
     xp = B.namespace(xd)
     N, C = xd.shape[:2]
     S = tuple(xd.shape[2:])

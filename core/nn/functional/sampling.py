@@ -188,7 +188,7 @@ class AxisOpBackward(Node):
 
 def _axis_op(x, op, axis):
     """Apply a linear per-axis operator to tensor ``x`` (differentiably)."""
-    out = wrap(op.apply(x.data, axis))
+    out = wrap(op.apply(x.array, axis))
     if STATE.enabled and x.requires_grad:
         n = new_node(AxisOpBackward)
         n.op, n.axis = op, axis
@@ -492,11 +492,11 @@ def _resample(x, spatial, out, scales, mode, align_corners, antialias):
         if out[k] == spatial[k] and (keep or scales[k] in (None, 1.0)):
             continue  # the identity along this axis
         op = _axis_operator(mode, spatial[k], out[k], align_corners, scales[k], antialias,
-                            cdt, x.data, nd)
+                            cdt, x.array, nd)
         x = _axis_op(x, op, k + 2)
         if cast_back is not None:
-            xp = B.namespace(x.data)
-            x = wrap(xp.clip(xp.floor(x.data + 0.5), 0, 255))
+            xp = B.namespace(x.array)
+            x = wrap(xp.clip(xp.floor(x.array + 0.5), 0, 255))
         applied = True
     if not applied:
         x = x.clone()
@@ -693,7 +693,7 @@ class GridSampleBackward(Node):
 
     def backward(self, g):
         x, grid = self.unpack()
-        xd, gd, go = x.data, grid.data, g.data
+        xd, gd, go = x.array, grid.array, g.array
         n = xd.shape[0]
         spatial = xd.shape[2:]
         rows, ws, dws = self.taps  # computed by the forward (grid is version-checked)
@@ -781,7 +781,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
 
 def _grid_sample(input, grid, mode, padding_mode, align_corners):
-    xd, gd = input.data, grid.data
+    xd, gd = input.array, grid.array
     n = xd.shape[0]
     taps = _grid_taps(gd, xd.shape[2:], mode, padding_mode, align_corners)
     rows, ws, _ = taps

@@ -40,7 +40,7 @@ _int64 = np.dtype(np.int64)
 def one_hot(tensor, num_classes=-1):
     """int64 tensor of shape ``tensor.shape + (num_classes,)`` with a 1 at each class index.
     ``num_classes=-1`` takes ``tensor.max() + 1``."""
-    d = tensor.data
+    d = tensor.array
     if d.dtype != _int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     xp = B.namespace(d)
@@ -59,7 +59,7 @@ def one_hot(tensor, num_classes=-1):
 # ------------------------------------------------------------------------------ shared pieces
 
 def _ids(t, name, op):
-    d = t.data
+    d = t.array
     if d.dtype not in _INDEX_DTYPES:
         raise RuntimeError(f"Expected tensor for argument #1 '{name}' to have one of the "
                            f"following scalar types: Long, Int; but got {D.name(d.dtype)} "
@@ -86,7 +86,7 @@ def _norm_padding(padding_idx, num, exc=AssertionError, msg=None):
 def _renorm_(weight, flat, max_norm, norm_type):
     """In place, without autograd: rows of ``weight`` looked up in ``flat`` whose
     ``norm_type``-norm exceeds ``max_norm`` are scaled to ``max_norm / (norm + 1e-7)``."""
-    w = weight.data
+    w = weight.array
     xp = B.namespace(w)
     uniq = xp.unique(flat)
     if uniq.size == 0:
@@ -141,7 +141,7 @@ class EmbeddingBackward(Node):
         self.unpack()
         shape, ids, keep, scale = self.shape, self.ids, self.keep, self.scale
         if not STATE.enabled:
-            rows = g.data.reshape(-1, shape[1])
+            rows = g.array.reshape(-1, shape[1])
             if keep is not None:
                 rows = rows[keep]
             if scale is not None:
@@ -175,7 +175,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     no graph of the backward is built; otherwise dense). Unlike PyTorch, ``sparse`` and
     ``scale_grad_by_freq`` may be combined."""
     idx = _ids(input, "indices", "embedding")
-    w = weight.data
+    w = weight.array
     if w.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
     num = w.shape[0]
@@ -187,7 +187,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _renorm_(weight, flat, max_norm, norm_type)
-        w = weight.data
+        w = weight.array
     out = wrap(w.take(flat, axis=0).reshape(idx.shape + (w.shape[1],)))
     if STATE.enabled and weight.requires_grad:
         n = new_node(EmbeddingBackward)
@@ -227,17 +227,17 @@ class EmbeddingBagBackward(Node):
         pos = self.pos if not isinstance(self.pos, int) else xp.arange(self.pos, dtype=_int64)
         gw = gp = None
         if not STATE.enabled:
-            gd = g.data
+            gd = g.array
             if self.inv_len is not None:
                 gd = gd * self.inv_len[:, None]
             rows = _repeat(xp, gd, self.lens)               # (kept, dim)
             if nx[1] is not None:
-                wr = weight.data.take(self.ids, axis=0)
+                wr = weight.array.take(self.ids, axis=0)
                 gp = xp.zeros(self.n_input, gd.dtype)
                 gp[pos] = xp.einsum("nd,nd->n", wr, rows)
                 gp = wrap(gp)
             if nx[0] is not None:
-                scale = None if psw is None else psw.data[pos]
+                scale = None if psw is None else psw.array[pos]
                 if self.freq is not None:
                     scale = self.freq if scale is None else scale * self.freq
                 if scale is not None:
@@ -275,8 +275,8 @@ class EmbeddingBagBackward(Node):
         xp = B.namespace(mids)
         flat = (mids * dim + xp.arange(dim)).reshape(-1)
         if not STATE.enabled:
-            vals = g.data.take(ne, axis=0).reshape(-1)
-            out = xp.zeros(num * dim, g.data.dtype)
+            vals = g.array.take(ne, axis=0).reshape(-1)
+            out = xp.zeros(num * dim, g.array.dtype)
             _add_at(out, 0, flat, vals)
             return wrap(out.reshape(num, dim))
         from ...factories import zeros
@@ -420,7 +420,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(psw.shape)}) is not "
                          f"None, then it must have the same shape as the input "
                          f"({tuple(input.shape)})")
-    w = weight.data
+    w = weight.array
     if w.ndim != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {w.ndim}")
     xp = B.namespace(w)
@@ -487,7 +487,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
             starts, lengths = kept[starts], kept[starts + lengths] - kept[starts]
     pw = None
     if psw is not None:
-        pw = _on(psw.data.reshape(-1), w)
+        pw = _on(psw.array.reshape(-1), w)
         pw = pw[pos] if pos is not None else pw[:used]
     out, ne, max_ids = _bag_reduce(xp, w, ids, pw, starts, lengths, mode)
     inv_len = None

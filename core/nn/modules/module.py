@@ -275,7 +275,7 @@ class Module(Convertible):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
                             f"'{name}' (ember.Tensor or None required)")
         if isinstance(tensor, Buffer):
-            tensor = Tensor._make(tensor.data)
+            tensor = Tensor._make(tensor.array)
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         self._buffers[name] = tensor
@@ -411,7 +411,7 @@ class Module(Convertible):
                 g = p.grad
                 if g.grad_fn is not None:
                     p.grad = g = g.detach()
-                g.data[...] = 0
+                g.array[...] = 0
 
     def apply(self, fn):
         """``fn(m)`` for every submodule (children first) and then ``self``."""
@@ -431,14 +431,14 @@ class Module(Convertible):
                     continue
                 with no_grad():
                     new = fn(p)
-                if new.data is not p.data:
-                    p.data = new.data
+                if new.array is not p.array:
+                    p.array = new.array
                     p._bump()
                 if p.grad is not None and not p.grad.is_sparse:
                     with no_grad():
                         g = fn(p.grad)
-                    if g.data is not p.grad.data:
-                        p.grad.data = g.data
+                    if g.array is not p.grad.array:
+                        p.grad.array = g.array
             for name, b in m._buffers.items():
                 if b is not None:
                     with no_grad():
@@ -554,16 +554,16 @@ class Module(Convertible):
                                   f"tensor or array from checkpoint but received "
                                   f"{type(value).__name__}")
                 continue
-            if arr.shape != param.data.shape:
+            if arr.shape != param.array.shape:
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {list(arr.shape)} "
-                    f"from checkpoint, the shape in current model is {list(param.data.shape)}.")
+                    f"from checkpoint, the shape in current model is {list(param.array.shape)}.")
                 continue
             try:
                 if assign:  # take the checkpoint's array itself (its device, no copy)
                     new = arr
                     if isinstance(param, Parameter):
-                        param.data = new
+                        param.array = new
                         param._bump()
                     else:
                         self._buffers[name] = Tensor._make(new)
@@ -571,7 +571,7 @@ class Module(Convertible):
                     _copy_into(param, arr)
             except Exception as e:  # dtype that cannot be cast, device trouble, ...
                 error_msgs.append(f'While copying the parameter named "{key}", whose '
-                                  f"dimensions in the model are {list(param.data.shape)} and "
+                                  f"dimensions in the model are {list(param.array.shape)} and "
                                   f"whose dimensions in the checkpoint are {list(arr.shape)}, "
                                   f"an exception occurred: {e}")
         extra = prefix + "_extra_state"
@@ -639,7 +639,7 @@ class Module(Convertible):
 
 def _as_array(value):
     if isinstance(value, Tensor):
-        return value.data
+        return value.array
     if isinstance(value, np.ndarray) or B.is_cuda_array(value):
         return value
     if isinstance(value, (int, float, bool)):
@@ -648,7 +648,7 @@ def _as_array(value):
 
 
 def _copy_into(param, arr):
-    d = param.data
+    d = param.array
     if B.is_meta(d):  # nothing to copy into; load with assign=True to adopt the arrays
         return
     if type(arr) is not type(d):

@@ -63,7 +63,7 @@ class DistributedDataParallel(Module):
 
     def _check_same_parameters(self, dist, named):
         g = self.process_group
-        mine = [(n, tuple(p.shape), str(p.data.dtype)) for n, p in named]
+        mine = [(n, tuple(p.shape), str(p.array.dtype)) for n, p in named]
         every = [None] * g.size
         dist.all_gather_object(every, mine, group=g)
         for r, theirs in enumerate(every):

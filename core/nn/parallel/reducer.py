@@ -104,8 +104,8 @@ class Reducer:
         dense = [i for i in reversed(range(len(self.params))) if i not in sparse]
         for i in dense:
             p = self.params[i]
-            k = (p.data.dtype, type(p.data))
-            nbytes = p.data.size * p.data.dtype.itemsize
+            k = (p.array.dtype, type(p.array))
+            nbytes = p.array.size * p.array.dtype.itemsize
             if cur and (k != key or size + nbytes > limit):
                 self._make_bucket(cur)
                 cur, size, limit = [], 0, cap
@@ -126,13 +126,13 @@ class Reducer:
                         for i, p in enumerate(self.params)]
 
     def _make_bucket(self, idx):
-        p0 = self.params[idx[0]].data
+        p0 = self.params[idx[0]].array
         xp = B.namespace(p0)
         dt = _reduce_dtype(self.impl, p0.dtype)
         offsets, off = [], 0
         for i in idx:
             offsets.append(off)
-            off += self.params[i].data.size
+            off += self.params[i].array.size
             self.bucket_of[i] = len(self.buckets)
         self.buckets.append(Bucket(len(self.buckets), idx, dt, xp, offsets, off))
 
@@ -222,22 +222,22 @@ class Reducer:
         flat = b.flat
         for i, off in zip(b.params, b.offsets):
             p = self.params[i]
-            n = p.data.size
+            n = p.array.size
             g = p.grad
             dst = flat[off:off + n]
             if g is None:
                 dst[...] = 0
             elif getattr(g, "is_sparse", False):
-                dst[...] = g.to_dense().data.reshape(-1)
-            elif not (g.data.base is flat or g.data is dst):
-                dst[...] = g.data.reshape(-1)
+                dst[...] = g.to_dense().array.reshape(-1)
+            elif not (g.array.base is flat or g.array is dst):
+                dst[...] = g.array.reshape(-1)
         b.reqs = self.impl.allreduce(flat, ReduceOp.SUM)
 
     def _finish(self):
         self.armed = False
         used = None
         if self.find_unused:  # a parameter is left alone only when no rank used it
-            flags = B.namespace(self.params[0].data).asarray(self.hit)
+            flags = B.namespace(self.params[0].array).asarray(self.hit)
             self.impl.wait(self.impl.allreduce(flags, ReduceOp.MAX))
             used = flags.tolist()
         for i in self.sparse:
@@ -254,15 +254,15 @@ class Reducer:
                 p = self.params[i]
                 if used is not None and not used[i]:
                     continue
-                view = b.flat[off:off + p.data.size].reshape(p.data.shape)
+                view = b.flat[off:off + p.array.size].reshape(p.array.shape)
                 g = p.grad
-                if self.as_view and view.dtype == p.data.dtype:
+                if self.as_view and view.dtype == p.array.dtype:
                     p.grad = Tensor._make(view)
-                elif g is None or getattr(g, "is_sparse", False) or g.data.dtype != view.dtype \
+                elif g is None or getattr(g, "is_sparse", False) or g.array.dtype != view.dtype \
                         or g.requires_grad:
-                    p.grad = Tensor._make(view.astype(p.data.dtype, copy=True))
-                elif g.data.base is not b.flat:
-                    g.data[...] = view
+                    p.grad = Tensor._make(view.astype(p.array.dtype, copy=True))
+                elif g.array.base is not b.flat:
+                    g.array[...] = view
                     g._bump()
 
     def _reduce_sparse(self, i, used):
@@ -272,15 +272,15 @@ class Reducer:
         if used is not None and not used[i]:
             return
         g = p.grad
-        xp = B.namespace(p.data)
-        rows = p.data.shape[0]
+        xp = B.namespace(p.array)
+        rows = p.array.shape[0]
         if g is None:
             idx = xp.zeros(0, np.int64)
-            val = xp.zeros((0,) + p.data.shape[1:], p.data.dtype)
+            val = xp.zeros((0,) + p.array.shape[1:], p.array.dtype)
         elif getattr(g, "is_sparse", False):
             idx, val = g.indices, g.values
         else:
-            idx, val = xp.arange(rows, dtype=np.int64), g.data
+            idx, val = xp.arange(rows, dtype=np.int64), g.array
         counts = xp.zeros(self.n, np.int64)
         cnt = xp.asarray([idx.shape[0]], np.int64)
         self.impl.wait(self.impl.allgather(cnt, counts))
@@ -296,7 +296,7 @@ class Reducer:
         self.impl.wait(self.impl.allgather(pad_v, all_v))
         I = xp.concatenate([all_i[r, :counts[r]] for r in range(self.n)])
         V = xp.concatenate([all_v[r, :counts[r]] for r in range(self.n)]) * val.dtype.type(1.0 / self.n)
-        p.grad = RowSparseGrad(I, V.astype(val.dtype, copy=False), p.data.shape)
+        p.grad = RowSparseGrad(I, V.astype(val.dtype, copy=False), p.array.shape)
 
     def remove(self):
         for h in self.handles:

@@ -39,7 +39,7 @@ def _values(g):
     """The raw array whose norm is the gradient's norm (a sparse one's coalesced rows)."""
     if g.is_sparse:
         return g.coalesce().values
-    return g.data
+    return g.array
 
 
 def _norm(a, p):
@@ -103,7 +103,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = [(p, p.grad) for p in params if p.grad is not None]
     if not grads:
         return
-    tn = total_norm.data if isinstance(total_norm, Tensor) else np.asarray(total_norm,
+    tn = total_norm.array if isinstance(total_norm, Tensor) else np.asarray(total_norm,
                                                                            np.float32)
     xp = B.namespace(tn)
     coef = xp.minimum(float(max_norm) / (tn + tn.dtype.type(1e-6)), tn.dtype.type(1.0))
@@ -111,8 +111,8 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         if g.is_sparse:
             p.grad = g * float(coef)
             continue
-        c = coef if B.namespace(g.data) is xp else B.to_device(coef, g.device)
-        g.data *= c
+        c = coef if B.namespace(g.array) is xp else B.to_device(coef, g.device)
+        g.array *= c
         g._bump()
 
 
@@ -152,6 +152,6 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
             xp = B.namespace(g.values)
             p.grad = type(g)(g.indices, xp.clip(g.values, -v, v), g.shape, g.is_coalesced())
             continue
-        xp = B.namespace(g.data)
-        xp.clip(g.data, -v, v, out=g.data)
+        xp = B.namespace(g.array)
+        xp.clip(g.array, -v, v, out=g.array)
         g._bump()

@@ -37,7 +37,7 @@ def parameters_to_vector(parameters):
 
 def vector_to_parameters(vec, parameters):
     """Make each parameter's data a view of its slice of ``vec`` (shared memory, as in
-    PyTorch's ``param.data = ...``); ``vec`` must be a 1-D Tensor of the total size."""
+    PyTorch's ``param.array = ...``); ``vec`` must be a 1-D Tensor of the total size."""
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected ember.Tensor, but got: {type(vec).__name__}")
     params = list(parameters)
@@ -46,12 +46,12 @@ def vector_to_parameters(vec, parameters):
         raise ValueError(f"vector_to_parameters: vec must be 1-D with {total} elements (the "
                          f"parameters' total), got shape {tuple(vec.shape)}")
     device = None
-    src = vec.data
+    src = vec.array
     at = 0
     for p in params:
         device = _check_device(p, device)
         n = p.numel()
-        d = src[at:at + n].reshape(p.data.shape)
-        p.data = d if d.dtype == p.data.dtype else d.astype(p.data.dtype)
+        d = src[at:at + n].reshape(p.array.shape)
+        p.array = d if d.dtype == p.array.dtype else d.astype(p.array.dtype)
         p._bump()
         at += n
