@@ -109,7 +109,8 @@ class cuda:  # namespace, mirrors torch.cuda's most used entry points
 
 
 _LAZY = ("nn", "optim", "sparse", "data", "vision", "text", "audio", "rec", "rl", "recipes",
-         "distributed", "jagged")
+         "distributed", "jagged", "distributions", "multiprocessing", "kernels", "utils",
+         "backends", "serialization")
 
 
 def __getattr__(name):
