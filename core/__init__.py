@@ -26,6 +26,8 @@ from .dtypes import (bfloat16, bool, cdouble, cfloat, complex64, complex128, dou
                      float16, float32, float64, get_default_dtype, half, int, int8, int16, int32,
                      int64, long, set_default_dtype, short, uint8)
 from ._tensor import Tensor
+from ._memory_format import (channels_last, channels_last_3d, contiguous_format,  # noqa
+                             memory_format, preserve_format)
 from ._legacy import *  # noqa: F401,F403  (FloatTensor, LongTensor, ...)
 from ._format import set_printoptions
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, no_grad,
@@ -81,6 +83,32 @@ def result_type(a, b):
     return to_tensor(a).dtype
 
 
+_DETERMINISTIC = [False]
+_MATMUL_PRECISION = ["highest"]
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Accepted for torch code and recorded; it changes no op. ember's CPU ops give the same
+    bits on every run of the same inputs and thread count; on the GPU, scatter-adds through
+    cupy's atomics may sum in a different order from run to run."""
+    _DETERMINISTIC[0] = True if mode else False  # (``bool`` here is ember.bool, a dtype)
+
+
+def are_deterministic_algorithms_enabled():
+    return _DETERMINISTIC[0]
+
+
+def set_float32_matmul_precision(precision):
+    """Accepted for torch code; float32 GEMMs always run in IEEE float32 ("highest")."""
+    if precision not in ("highest", "high", "medium"):
+        raise ValueError(f"precision must be 'highest', 'high' or 'medium', got {precision!r}")
+    _MATMUL_PRECISION[0] = precision
+
+
+def get_float32_matmul_precision():
+    return _MATMUL_PRECISION[0]
+
+
 class cuda:  # namespace, mirrors torch.cuda's most used entry points
     @staticmethod
     def is_available():
@@ -110,7 +138,7 @@ class cuda:  # namespace, mirrors torch.cuda's most used entry points
 
 _LAZY = ("nn", "optim", "sparse", "data", "vision", "text", "audio", "rec", "rl", "recipes",
          "distributed", "jagged", "distributions", "multiprocessing", "kernels", "utils",
-         "backends", "serialization")
+         "backends", "serialization", "accelerator")
 
 
 def __getattr__(name):

@@ -153,6 +153,11 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
     def is_cpu(self):
         return type(self.array) is _ndarray and not B.is_meta(self.array)
 
+    is_xpu = False  # ember's devices are cpu, cuda and meta
+    is_mps = False
+    is_mkldnn = False
+    is_quantized = False
+
     @property
     def is_meta(self):
         """True for a tensor on the ``meta`` device: a shape and dtype, no memory."""
@@ -169,7 +174,11 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
         return st if dim is None else st[_dim(dim, self.array.ndim)]
 
     def is_contiguous(self, memory_format=None):
-        return bool(self.array.flags.c_contiguous)
+        if memory_format is None:
+            return bool(self.array.flags.c_contiguous)
+        from ._memory_format import is_laid_out
+
+        return is_laid_out(self.array, memory_format)
 
     def data_ptr(self):
         d = self.array
@@ -273,8 +282,16 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
         return t
 
     # ------------------------------------------------------------------ device / dtype
-    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
-        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False,
+           memory_format=None):
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other_tensor)``;
+        ``memory_format`` (``ember.channels_last``, ...) lays the result out in that order."""
+        if memory_format is not None and memory_format.name != "preserve_format":
+            from ._memory_format import is_laid_out
+
+            out = self.to(*args, dtype=dtype, device=device, copy=copy)
+            return out if is_laid_out(out.array, memory_format) else \
+                out.contiguous(memory_format=memory_format)
         device, dtype = parse_to_args(args, device, dtype)
         dt = D.to_dtype(dtype)
         out = self

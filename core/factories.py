@@ -235,18 +235,21 @@ def _dt(dtype):
     return D.get_default_dtype() if dt is None else dt
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
+def zeros(*shape, size=None, dtype=None, device=None, requires_grad=False, out=None):
+    size = shape if size is None else (size,)
     xp, _ = _xp(device)
     return _finish(xp.zeros(_size(size), _dt(dtype)), requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
+def ones(*shape, size=None, dtype=None, device=None, requires_grad=False, out=None):
+    size = shape if size is None else (size,)
     xp, _ = _xp(device)
     return _finish(xp.ones(_size(size), _dt(dtype)), requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
+def empty(*shape, size=None, dtype=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None, out=None):
+    size = shape if size is None else (size,)
     xp, _ = _xp(device)
     return _finish(xp.empty(_size(size), _dt(dtype)), requires_grad)
 
@@ -333,8 +336,9 @@ def _rand_common(size, dtype, device):
     return _size(size), _dt(dtype), dev
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform samples in [0, 1)."""
+    size = shape if size is None else (size,)
     shape, dt, dev = _rand_common(size, dtype, device)
     g = _rng(generator, dev)
     if dt in (D.float32, D.float64):
@@ -344,8 +348,9 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     return _finish(arr, requires_grad)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal samples."""
+    size = shape if size is None else (size,)
     shape, dt, dev = _rand_common(size, dtype, device)
     g = _rng(generator, dev)
     if dt in (D.float32, D.float64):
@@ -358,6 +363,8 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad=False):
     """Integers uniformly in [low, high). ``randint(high, size)`` is accepted too."""
+    if high is None and size is not None:  # randint(high, size=...)
+        low, high = 0, low
     if high is None:
         raise TypeError("randint() missing the 'high' argument")
     if size is None:

@@ -41,6 +41,7 @@ import io
 import json
 import math
 import os
+import pickle
 import secrets
 import struct
 import sys
@@ -49,10 +50,13 @@ import numpy as np
 
 from . import _backend as B
 from . import dtypes as D
+from . import _safe_globals as _sg
+from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._pth import ForbiddenGlobalError, _readinto, load_pth  # noqa: F401 (re-export)
 from ._tensor import Tensor
 
-__all__ = ["save", "load", "ForbiddenGlobalError"]
+__all__ = ["save", "load", "ForbiddenGlobalError", "add_safe_globals", "safe_globals",
+           "get_safe_globals", "clear_safe_globals"]
 
 # ---------------------------------------------------------------------------- dtypes
 _CODES = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "I16": np.int16, "U16": np.uint16,
@@ -190,9 +194,37 @@ class _Encoder:
             return {"@": "dtype", "v": D.name(x)}
         if isinstance(x, B.device):
             return {"@": "device", "v": str(x)}
-        raise TypeError(f"ember.save: {_path_str(path)}: cannot save an object of type "
-                        f"{type(x).__module__}.{type(x).__qualname__}: expected tensors, numpy "
-                        "arrays, dicts, lists, tuples, sets, numbers, strings, bytes or None")
+        return self._pickle(x, path)
+
+    def _pickle(self, x, path):
+        """Any other object (a whole ``nn.Module``, a user class): pickled, with its tensors
+        stored as safetensors entries and referenced from the pickle by name. Loading it needs
+        its classes allowed (see ``add_safe_globals``)."""
+        seen = {}
+
+        def persistent_id(obj):
+            if not isinstance(obj, Tensor):
+                return None
+            hit = seen.get(id(obj))
+            if hit is None:
+                kind = "param" if type(obj).__name__ == "Parameter" else "tensor"
+                node = self._add(path + (f"@{len(seen)}",), obj.detach().array)
+                hit = seen[id(obj)] = (obj, (kind, node["name"], node.get("dtype"),
+                                             bool(obj.requires_grad), str(obj.device)))
+            return hit[1]
+
+        buf = io.BytesIO()
+        p = pickle.Pickler(buf, protocol=4)
+        p.persistent_id = persistent_id
+        try:
+            p.dump(x)
+        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            raise TypeError(f"ember.save: {_path_str(path)}: cannot save an object of type "
+                            f"{type(x).__module__}.{type(x).__qualname__}: it is not a tensor, "
+                            f"array, container, number or string, and pickling it failed ({e})"
+                            ) from None
+        return {"@": "object", "cls": f"{type(x).__module__}.{type(x).__qualname__}",
+                "v": base64.b64encode(buf.getvalue()).decode("ascii")}
 
     def _key(self, k, path):
         if isinstance(k, (Tensor, np.ndarray)):
@@ -310,7 +342,11 @@ def load(f, map_location=None, mmap=False, **kwargs):
     the mapped old file alive until its tensors are gone.) Without mmap, each tensor owns its
     memory, except that PyTorch tensors spanning their whole storage use it without a copy.
 
-    ``weights_only`` is accepted for torch compatibility; loading is always weights-only.
+    ``weights_only`` (default True): a checkpoint holding a whole pickled object (saved with
+    ``ember.save(model)``) loads only when its classes are allowed: ember's own modules are;
+    add yours with ``ember.serialization.add_safe_globals([Net])`` or the
+    ``ember.serialization.safe_globals([Net])`` context manager, or pass
+    ``weights_only=False`` to trust the file completely (it may run any code; warns once).
     Unknown keyword arguments raise a TypeError.
 
     Returns the saved object: tensors become ember Tensors (``requires_grad`` as saved), numpy
@@ -320,8 +356,25 @@ def load(f, map_location=None, mmap=False, **kwargs):
         if k != "weights_only":
             raise TypeError(f"ember.load() got an unexpected keyword argument {k!r}")
     if kwargs.get("weights_only", True) is False:
-        raise ValueError("ember.load never unpickles arbitrary objects: weights_only=False is "
-                         "not supported")
+        global _WARNED_TRUST
+        if not _WARNED_TRUST:
+            _WARNED_TRUST = True
+            import warnings
+
+            warnings.warn("ember.load(weights_only=False) trusts the file: unpickling it may run "
+                          "any code it names. Load only files you made or trust.", stacklevel=2)
+        token = _sg.TRUST_ALL.set(True)
+        try:
+            return _load(f, map_location, mmap)
+        finally:
+            _sg.TRUST_ALL.reset(token)
+    return _load(f, map_location, mmap)
+
+
+_WARNED_TRUST = False
+
+
+def _load(f, map_location, mmap):
     place = _placer(map_location)
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
@@ -462,8 +515,66 @@ class _Decoder:
             return D.to_dtype(x["v"])
         if kind == "device":
             return B.device(x["v"])
+        if kind == "object":
+            return self._unpickle(x)
         raise ValueError(f"ember.load: {self.name}: unknown manifest node {kind!r} (written by a "
                          "newer ember?)")
+
+
+    def _unpickle(self, x):
+        made = {}
+
+        def persistent_load(pid):
+            kind, name, dtype, rg, dev = pid
+            t = made.get(name)
+            if t is None:
+                node = {"name": name} if dtype is None else {"name": name, "dtype": dtype}
+                t = self.place(self._array(node), dev)
+                if kind == "param":
+                    from .nn.parameter import Parameter
+
+                    t = Parameter(t, requires_grad=rg)
+                elif rg:
+                    t.requires_grad_(True)
+                made[name] = t
+            return t
+
+        u = _ObjectUnpickler(io.BytesIO(base64.b64decode(x["v"])), self.name)
+        u.persistent_load = persistent_load
+        return u.load()
+
+
+class _ObjectUnpickler(pickle.Unpickler):
+    """Resolves a pickled object's globals: ember's own modules and tensor types, the
+    containers pickle itself uses, and whatever ``add_safe_globals``/``safe_globals`` allow;
+    with ``weights_only=False``, anything."""
+
+    _PLAIN = {("collections", "OrderedDict"), ("builtins", "set"), ("builtins", "frozenset"),
+              ("builtins", "object"), ("copyreg", "_reconstructor"), ("builtins", "slice"),
+              ("builtins", "complex"), ("builtins", "range")}
+
+    def __init__(self, f, name):
+        super().__init__(f)
+        self.name = name
+
+    def find_class(self, module, name):
+        if _sg.TRUST_ALL.get() or (module, name) in self._PLAIN:
+            return super().find_class(module, name)
+        hit = _sg.lookup(module, name)
+        if hit is not None:
+            return hit
+        if module == "ember" or module.startswith("ember."):
+            obj = super().find_class(module, name)
+            from .nn.modules.module import Module
+
+            if isinstance(obj, type) and (issubclass(obj, (Module, Tensor)) or
+                                          issubclass(obj, np.dtype)):
+                return obj
+        if module == "numpy" and name == "dtype" or module.startswith("numpy.dtypes"):
+            return super().find_class(module, name)
+        raise ForbiddenGlobalError(
+            module, name, f"{self.name} holds a pickled object whose class is not allowed "
+            "(a checkpoint must not run code unless you say so)")
 
 
 # ---------------------------------------------------------------------------- map_location

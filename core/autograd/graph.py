@@ -15,6 +15,7 @@ from __future__ import annotations
 import traceback
 import weakref
 
+from .. import _backend as B
 from .grad_mode import STATE
 
 
@@ -309,12 +310,14 @@ def _accumulate_leaf(leaf, g, handed, create_graph):
             f"{list(g.array.shape)} (a backward formula returned a wrongly shaped gradient)")
     old = leaf.grad
     if old is None:
-        if not create_graph:
-            d = g.array
+        d = g.array
+        if not d.flags.c_contiguous:  # e.g. matmul's transposed adjoint: .grad is contiguous
+            g = g.contiguous() if create_graph else Tensor._make(B.namespace(d).ascontiguousarray(d))
+        elif not create_graph:
             b = d.base
             r = id(d if b is None else b)
             if r in handed or g.requires_grad:
-                g = Tensor._make(g.array.copy())
+                g = Tensor._make(d.copy())
             else:
                 handed.add(r)
         leaf.grad = g

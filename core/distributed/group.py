@@ -73,8 +73,8 @@ def _cuda_ok():
         return False
 
 
-def init_process_group(backend="auto", *, world_size=None, rank=None, timeout=None,
-                       device_id=None):
+def init_process_group(backend="auto", init_method=None, timeout=None, world_size=None,
+                       rank=None, store=None, group_name="", pg_options=None, device_id=None):
     """Join the job's process group (call once per rank, before any collective).
 
     ``backend``: ``"mpi"`` (numpy tensors), ``"nccl"`` (cupy tensors), or ``"auto"`` (nccl when
@@ -82,6 +82,9 @@ def init_process_group(backend="auto", *, world_size=None, rank=None, timeout=No
     them checks they agree. ``timeout`` (seconds or a ``timedelta``): the longest a blocking
     collective waits before raising (which, through the excepthook, aborts the job); None
     waits forever. ``device_id``: the GPU for nccl (default: local rank modulo GPU count).
+    torch's ``"gloo"`` (and None) run on MPI here, with a one-line notice; ``init_method``,
+    ``store``, ``group_name`` and ``pg_options`` are accepted for torch code and unused (the
+    MPI launcher wires the ranks); ``world_size=-1``/``rank=-1`` mean "from the launcher".
 
         # run with: mpiexec -n 2 python train.py
         import ember.distributed as dist
@@ -90,8 +93,16 @@ def init_process_group(backend="auto", *, world_size=None, rank=None, timeout=No
     """
     if STATE.world is not None:
         raise RuntimeError("init_process_group was already called (destroy_process_group first)")
+    if backend is None:
+        backend = "auto"
+    if isinstance(backend, str) and backend.lower() == "gloo":
+        print("ember.distributed: backend 'gloo' runs on MPI (ember has no gloo); launch with "
+              "mpiexec -n N or python -m ember.distributed --nproc N", file=sys.stderr)
+        backend = "mpi"
     if backend not in ("auto", "mpi", "nccl"):
-        raise ValueError(f"backend must be 'auto', 'mpi' or 'nccl', got {backend!r}")
+        raise ValueError(f"backend must be 'auto', 'mpi', 'nccl' or 'gloo', got {backend!r}")
+    world_size = None if world_size in (None, -1) else world_size
+    rank = None if rank in (None, -1) else rank
     MPI = _mpi()
     comm = MPI.COMM_WORLD.Dup()
     r, n = comm.Get_rank(), comm.Get_size()

@@ -283,6 +283,8 @@ def _item(it, d):
         a = it.array
     elif isinstance(it, np.ndarray) or B.is_cuda_array(it):
         a = it
+    elif t is range:
+        a = np.arange(it.start, it.stop, it.step, dtype=_int64)
     elif isinstance(it, (list, tuple)):
         try:
             a = np.asarray(it)

@@ -1489,13 +1489,25 @@ def _copy_node(out, input):
 
 
 def clone(input, *, memory_format=None):
-    """A copy with its own memory (same strides order where the input is dense)."""
+    """A copy with its own memory (same strides order where the input is dense, or the order
+    ``memory_format`` names)."""
+    if memory_format is not None:
+        from .._memory_format import laid_out
+
+        return _copy_node(wrap(laid_out(input.array, memory_format, copy=True)), input)
     return _copy_node(wrap(input.array.copy(order="K")), input)
 
 
 def contiguous(input, memory_format=None):
-    """``input`` itself when C-contiguous, else a C-contiguous copy."""
+    """``input`` itself when C-contiguous (or laid out as ``memory_format``, e.g.
+    ``ember.channels_last``), else a copy in that order."""
     d = input.array
+    if memory_format is not None:
+        from .._memory_format import is_laid_out, laid_out
+
+        if is_laid_out(d, memory_format):
+            return input
+        return _copy_node(wrap(laid_out(d, memory_format)), input)
     if d.flags.c_contiguous:
         return input
     return _copy_node(wrap(B.namespace(d).ascontiguousarray(d)), input)

@@ -299,6 +299,71 @@ def test_bad_files(tmp_path):
         ember.load(p)
     with pytest.raises(TypeError, match="unexpected keyword"):
         ember.load(good, pickle_module=None)
-    with pytest.raises(ValueError, match="weights_only=False"):
-        ember.load(good, weights_only=False)
     assert ember.load(good, weights_only=True)["w"].shape == (100,)
+
+
+class _Net(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = ember.nn.Linear(3, 2)
+        self.bn = ember.nn.BatchNorm1d(2)
+        self.head = self.fc.weight  # a tied parameter stays tied
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+
+
+def test_whole_model_checkpoint_needs_an_explicit_yes(tmp_path):
+    import warnings
+
+    m = _Net()
+    m.bn.running_mean.fill_(0.25)
+    path = tmp_path / "model.pt"
+    ember.save(m, path)
+    with pytest.raises(ember.serialization.ForbiddenGlobalError) as ei:
+        ember.load(path)
+    msg = str(ei.value)
+    assert "_Net" in msg and "add_safe_globals" in msg and "safe_globals" in msg \
+        and "weights_only=False" in msg
+    x = ember.randn(4, 3)
+    m.eval()
+    with ember.serialization.safe_globals([_Net]):
+        m2 = ember.load(path)
+    with pytest.raises(ember.serialization.ForbiddenGlobalError):  # the block has ended
+        ember.load(path)
+    m2.eval()
+    assert type(m2) is _Net and m2.head is m2.fc.weight
+    assert isinstance(m2.fc.weight, ember.nn.Parameter) and m2.fc.weight.requires_grad
+    np.testing.assert_array_equal(m2(x).detach().numpy(), m(x).detach().numpy())
+    ember.serialization.add_safe_globals([_Net])
+    try:
+        assert _Net in ember.serialization.get_safe_globals()
+        assert type(ember.load(path)) is _Net
+    finally:
+        ember.serialization.clear_safe_globals()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert type(ember.load(path, weights_only=False)) is _Net
+
+
+def test_ember_modules_load_without_asking(tmp_path):
+    m = ember.nn.Sequential(ember.nn.Linear(2, 3), ember.nn.ReLU())
+    ember.save({"model": m, "epoch": 3}, tmp_path / "ck")
+    ck = ember.load(tmp_path / "ck")
+    assert ck["epoch"] == 3 and isinstance(ck["model"][0], ember.nn.Linear)
+    np.testing.assert_array_equal(ck["model"][0].weight.detach().numpy(),
+                                  m[0].weight.detach().numpy())
+
+
+def test_pth_pickles_of_user_classes_obey_the_same_hatches(tmp_path):
+    import argparse
+
+    torch = pytest.importorskip("torch")
+
+    path = tmp_path / "args.pth"
+    torch.save({"args": argparse.Namespace(lr=0.1), "w": torch.ones(2)}, path)
+    with pytest.raises(ember.serialization.ForbiddenGlobalError, match="add_safe_globals"):
+        ember.load(path)
+    with ember.serialization.safe_globals([argparse.Namespace]):
+        ck = ember.load(path)
+    assert ck["args"].lr == 0.1 and ck["w"].tolist() == [1.0, 1.0]

@@ -79,3 +79,115 @@ def test_new_factories_follow_the_source():
         assert tuple(lib_x.new_ones((4,)).shape) == (4,)
         assert tuple(lib_x.new_empty(1, 2).shape) == (1, 2)
         assert lib_x.new_full((2,), 7.0).tolist() == [7.0, 7.0]
+
+
+def test_reassigning_a_child_or_parameter_keeps_its_place():
+    for lib in (ember, torch):
+        m = lib.nn.Module()
+        m.a, m.b, m.c = lib.nn.Linear(2, 2), lib.nn.ReLU(), lib.nn.Linear(2, 2)
+        m.a = lib.nn.Linear(2, 2)
+        assert [n for n, _ in m.named_children()] == ["a", "b", "c"]
+        lin = lib.nn.Linear(2, 3)
+        lin.weight = lib.nn.Parameter(lib.zeros(3, 2))
+        assert [n for n, _ in lin.named_parameters()] == ["weight", "bias"]
+        assert list(lin.state_dict()) == ["weight", "bias"]
+        bn = lib.nn.BatchNorm1d(2)
+        bn.running_mean = lib.zeros(2)
+        assert list(bn.state_dict())[:3] == ["weight", "bias", "running_mean"]
+
+
+@pytest.mark.parametrize("cell", ["LSTMCell", "GRUCell", "RNNCell"])
+def test_accumulated_grads_are_contiguous(cell):
+    c = getattr(nn, cell)(3, 4)
+    x = ember.randn(2, 3)
+    out = c(x)
+    (sum(o.sum() for o in out) if isinstance(out, tuple) else out.sum()).backward()
+    for name, p in c.named_parameters():
+        assert p.grad.is_contiguous(), name
+        assert p.grad.view(-1).shape == (p.numel(),)
+    w = ember.randn(3, 4, requires_grad=True)
+    (ember.randn(5, 3).T @ ember.randn(5, 4) * w).sum().backward()
+    lin = nn.Linear(4, 2)
+    lin(ember.randn(6, 4)).sum().backward()
+    assert lin.weight.grad.is_contiguous() and w.grad.is_contiguous()
+
+
+def test_range_indexing_matches_torch():
+    e, t = ember.arange(12.0).reshape(3, 4), torch.arange(12.0).reshape(3, 4)
+    for key in (range(2), (range(1, 3), range(2)), (slice(None), range(0, 4, 2)), range(0)):
+        np.testing.assert_array_equal(e[key].numpy(), t[key].numpy())
+    e[range(2)] = 0.0
+    t[range(2)] = 0.0
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_factory_keyword_forms():
+    assert ember.empty(size=(2, 3)).shape == tuple(torch.empty(size=(2, 3)).shape)
+    for f in ("zeros", "ones", "rand", "randn"):
+        assert getattr(ember, f)(size=[4, 1]).shape == (4, 1)
+    r = ember.randint(5, size=(200,))
+    assert r.shape == (200,) and r.dtype == ember.int64 and 0 <= r.min() and r.max() < 5
+    assert ember.randint(3, 5, (2,)).shape == (2,)
+
+
+def test_memory_formats_as_strides_like_torch():
+    e = ember.randn(2, 3, 4, 5)
+    t = torch.from_numpy(e.numpy().copy())
+    for fmt in ("channels_last", "contiguous_format", "preserve_format"):
+        ef, tf = getattr(ember, fmt), getattr(torch, fmt)
+        a, b = e.contiguous(memory_format=ef) if fmt != "preserve_format" else e, \
+            t.contiguous(memory_format=tf) if fmt != "preserve_format" else t
+        assert a.stride() == b.stride()
+        assert a.to(memory_format=ef).stride() == b.to(memory_format=tf).stride()
+        assert a.clone(memory_format=ef).stride() == b.clone(memory_format=tf).stride()
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    cl = e.contiguous(memory_format=ember.channels_last)
+    assert cl.is_contiguous(memory_format=ember.channels_last) and not cl.is_contiguous()
+    v = ember.randn(1, 2, 3, 4, 5).contiguous(memory_format=ember.channels_last_3d)
+    assert v.stride() == torch.randn(1, 2, 3, 4, 5).contiguous(
+        memory_format=torch.channels_last_3d).stride()
+    with pytest.raises(RuntimeError, match="rank 4"):
+        ember.randn(2, 3).contiguous(memory_format=ember.channels_last)
+    conv = nn.Conv2d(3, 4, 3).to(memory_format=ember.channels_last)
+    assert conv.weight.is_contiguous(memory_format=ember.channels_last)
+    y = conv(cl)
+    y.sum().backward()
+    assert y.shape == (2, 4, 2, 3) and conv.weight.grad.shape == (4, 3, 3, 3)
+
+
+def test_backend_flags_and_accelerator_api():
+    import ember.backends.cudnn as cudnn
+
+    cudnn.benchmark = True
+    ember.backends.cudnn.deterministic = True
+    ember.backends.cuda.matmul.allow_tf32 = True
+    assert not ember.backends.cudnn.is_available()
+    assert not ember.backends.mps.is_available() and not ember.backends.mkldnn.is_available()
+    assert ember.accelerator.is_available() == ember.cuda.is_available()
+    dev = ember.accelerator.current_accelerator() if ember.accelerator.is_available() \
+        else ember.device("cpu")
+    assert ember.zeros(2, device=dev).device == dev
+    assert ember.accelerator.device_count() == ember.cuda.device_count()
+    x = ember.zeros(2)
+    assert (x.is_xpu, x.is_mps, x.is_complex()) == (False, False, False)
+    assert ember.zeros(2, dtype=ember.complex64).is_complex()
+    ember.use_deterministic_algorithms(True)
+    assert ember.are_deterministic_algorithms_enabled()
+    ember.use_deterministic_algorithms(False)
+    ember.set_float32_matmul_precision("high")
+    assert ember.get_float32_matmul_precision() == "high"
+    ember.set_float32_matmul_precision("highest")
+
+
+def test_torch_module_paths_and_noops():
+    from ember.nn.modules.activation import MultiheadAttention, ReLU  # noqa: F401
+    from ember.nn.modules.batchnorm import BatchNorm2d  # noqa: F401
+    from ember.nn.modules.linear import Identity, Linear  # noqa: F401
+    from ember.nn.modules.padding import ReflectionPad2d  # noqa: F401
+    from ember.nn.modules.upsampling import Upsample  # noqa: F401
+    from ember.utils.data import DataLoader, Dataset  # noqa: F401
+
+    assert MultiheadAttention is nn.MultiheadAttention and Identity is nn.Identity
+    assert ember.utils.data.DataLoader is ember.data.DataLoader
+    lstm = nn.LSTM(2, 3)
+    assert lstm.flatten_parameters() is None

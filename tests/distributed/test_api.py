@@ -21,7 +21,7 @@ def test_not_initialized_errors_are_clear():
     with pytest.raises(RuntimeError, match="init_process_group"):
         dist.all_reduce(ember.ones(2))
     with pytest.raises(ValueError, match="backend"):
-        dist.init_process_group("gloo")
+        dist.init_process_group("tcp")
 
 
 def test_reduce_op_names():
@@ -106,3 +106,18 @@ def test_launch_kills_a_hung_job_at_its_timeout(tmp_path):
     with pytest.raises(subprocess.TimeoutExpired):
         launch(str(script), 2, timeout=1.5)
     assert time.monotonic() - t0 < 10
+
+
+def test_gloo_runs_on_mpi_with_a_notice():
+    import subprocess
+    import sys
+
+    code = ("import ember.distributed as dist\n"
+            "dist.init_process_group('gloo', init_method='tcp://127.0.0.1:23456', rank=0, "
+            "world_size=1)\n"
+            "print(dist.get_backend(), dist.get_world_size())\n"
+            "dist.destroy_process_group()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["mpi", "1"]
+    assert "backend 'gloo' runs on MPI" in r.stderr

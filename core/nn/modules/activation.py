@@ -263,3 +263,11 @@ class Softshrink(Module):
 class Hardshrink(Softshrink):
     def forward(self, input):
         return F.hardshrink(input, self.lambd)
+
+
+def __getattr__(name):
+    # torch code imports MultiheadAttention from nn.modules.activation, where torch defines it
+    if name == "MultiheadAttention":
+        from .transformer import MultiheadAttention
+        return MultiheadAttention
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

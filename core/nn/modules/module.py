@@ -179,7 +179,7 @@ class Module(Convertible):
             if params is None:
                 raise AttributeError(
                     "cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             self.register_parameter(name, value)
             return
         if params is not None and name in params:
@@ -191,7 +191,7 @@ class Module(Convertible):
         if isinstance(value, Module):
             if d.get("_modules") is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             d["_modules"][name] = value
             return
         modules = d.get("_modules")
@@ -205,7 +205,7 @@ class Module(Convertible):
         if isinstance(value, Buffer):
             if buffers is None:
                 raise AttributeError("cannot assign buffer before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_buffers")
             self.register_buffer(name, value, value.persistent)
             return
         if buffers is not None and name in buffers:
@@ -216,12 +216,15 @@ class Module(Convertible):
             return
         object.__setattr__(self, name, value)
 
-    def _forget(self, name):
+    def _forget(self, name, keep=None):
+        """Drop ``name`` from the instance dict and the stores other than ``keep``, where a
+        re-assignment then replaces the entry in place (its position in the module order, as
+        in torch)."""
         d = self.__dict__
         d.pop(name, None)
         for store in ("_parameters", "_buffers", "_modules"):
             s = d.get(store)
-            if s is not None:
+            if s is not None and store != keep:
                 s.pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
@@ -450,6 +453,7 @@ class Module(Convertible):
         to floating-point parameters and buffers only (integer buffers keep theirs)."""
         device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
+        fmt = kwargs.pop("memory_format", None)  # applies to 4-D/5-D tensors, as in torch
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         device, dtype = parse_to_args(args, device, dtype)
@@ -466,6 +470,10 @@ class Module(Convertible):
             if dt is not None and (D.is_floating(out.dtype) or out.dtype.kind == "c") and \
                     out.dtype != dt:
                 out = out.to(dt)
+            if fmt is not None and fmt.name != "preserve_format" and out.ndim in (4, 5) and \
+                    (fmt.name == "contiguous_format" or (out.ndim == 4) == (fmt.name ==
+                                                                          "channels_last")):
+                out = out.contiguous(memory_format=fmt)
             return out
         return self._apply(convert)
 

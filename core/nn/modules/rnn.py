@@ -100,6 +100,11 @@ class RNNBase(Module):
         if tuple(h.shape) != tuple(shape):
             raise RuntimeError(f"{what} {tuple(shape)}, got {list(h.shape)}")
 
+    def flatten_parameters(self):
+        """Does nothing: torch packs cuDNN's weights into one buffer here; ember's recurrence
+        reads the per-layer parameters as they are, so there is nothing to pack."""
+        return None
+
     def forward(self, input, hx=None):
         packed = isinstance(input, PackedSequence)
         batch_sizes = None
