@@ -456,6 +456,32 @@ def broadcast_tensors(*tensors):
     return tuple(expand(t, shape) for t in tensors)
 
 
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-D tensors, as views (differentiable). ``indexing="ij"``
+    (torch's default, which it warns about when omitted) or ``"xy"`` (the first two grid
+    dimensions swapped, as numpy's default)."""
+    tensors = _varargs(tensors)
+    if indexing is None:
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    for i, t in enumerate(tensors):
+        if t.ndim > 1:
+            raise RuntimeError(f"meshgrid: expects 0-D or 1-D tensors, but tensor {i} has "
+                               f"shape {list(t.shape)}")
+    ts = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.shape[0] for t in ts)
+    n = len(ts)
+    out = [expand(reshape(t, tuple(-1 if j == i else 1 for j in range(n))), shape)
+           for i, t in enumerate(ts)]
+    if swap:
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)
+
+
 # =========================================================================== cat / stack
 
 def _promoted(name, tensors):
@@ -1653,7 +1679,7 @@ __all__ = [
     "reshape", "squeeze", "unsqueeze", "flatten", "unflatten", "ravel",
     "atleast_1d", "atleast_2d", "atleast_3d", "transpose", "swapaxes", "swapdims", "t",
     "permute", "movedim", "moveaxis", "expand", "broadcast_to", "broadcast_shapes",
-    "broadcast_tensors", "cat", "concat", "concatenate", "stack", "hstack", "vstack",
+    "broadcast_tensors", "meshgrid", "cat", "concat", "concatenate", "stack", "hstack", "vstack",
     "row_stack", "dstack", "column_stack", "split", "split_with_sizes", "chunk",
     "tensor_split", "hsplit", "vsplit", "dsplit", "unbind", "narrow", "select", "flip",
     "fliplr", "flipud", "roll", "repeat_interleave", "tile", "tril", "triu", "diagonal",
