@@ -2,6 +2,7 @@
 
     ember ls                                     recipes and their bundled configs
     ember run classify [--config NAME|PATH] [key=value ...]
+    ember run classify --help                    the recipe's config keys, defaults and help
     ember run ./my_recipe.py --config classify   a recipe copied out with `ember cp`
     ember run --nproc 2 classify                 data-parallel on 2 local ranks (mpiexec)
     ember cp classify ./my_recipe.py             copy a recipe (.py) or config (.yaml) out
@@ -101,7 +102,70 @@ def _resolve(recipe_arg, config_arg, overrides):
     return fn, name or cfg_recipe, cfg
 
 
+def _short(value, width=40):
+    from ember.recipes._config import dump
+
+    text = "null" if value is None else dump(value).strip().removesuffix("...").strip()
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _recipe_help(args):
+    """``ember run RECIPE --help``: the recipe's summary and its config's keys, defaults and
+    help lines (the comment after each key in the YAML file; the recipe's default config
+    supplies those a user config lacks)."""
+    import inspect
+
+    from ember.recipes._config import COMPONENT, flatten, key_help, load_config
+
+    R = _recipes()
+    name, config = args.recipe, args.config
+    if name.endswith(".py"):
+        fn = R.load_recipe_file(name)
+    elif name not in R.list_recipes() and name in R.list_configs() and config is None:
+        config, fn = name, None
+    else:
+        fn = R.get_recipe(name)
+    path = _config_path(config or name)
+    cfg = load_config(path)
+    recipe = getattr(fn, "recipe_name", None) or cfg.get("recipe") or name
+    if fn is None:
+        fn = R.get_recipe(recipe)
+    helps = {}
+    if recipe in R.list_configs():
+        helps.update(key_help(R.get_config_path(recipe)))
+    helps.update(key_help(path))
+    doc = inspect.getdoc(inspect.getmodule(fn)) or ""
+    summary = " ".join(doc.split("\n\n", 1)[0].split())
+    print(f"usage: ember run {args.recipe} [--config NAME|PATH] [key=value ...]\n")
+    if summary:
+        print(summary + "\n")
+    print(f"config: {path}\noverride any key with key=value (dotted for nested keys, values "
+          f"in YAML: epochs=3 optimizer.lr=1e-3 resume=true);\n+key=value adds a key a "
+          f"component accepts\n")
+    rows = []
+    for key, value in flatten(cfg).items():
+        if key in ("recipe",):
+            continue
+        if key.endswith("." + COMPONENT):   # the component's line: the node's key and help
+            key = key[:-len(COMPONENT) - 1]
+        rows.append((key, _short(value), helps.get(key, "")))
+    kw = max(len(r[0]) for r in rows)
+    vw = max(len(r[1]) for r in rows)
+    print(f"  {'KEY':<{kw}}  {'DEFAULT':<{vw}}  HELP")
+    for key, value, text in rows:
+        print(f"  {key:<{kw}}  {value:<{vw}}  {text}".rstrip())
+    return 0
+
+
 def _cmd_run(args):
+    if args.help:
+        if args.recipe is None:
+            args.run_parser.print_help()
+            return 0
+        return _recipe_help(args)
+    if args.recipe is None:
+        args.run_parser.error("the following arguments are required: recipe")
     if args.nproc is not None and args.nproc > 1:
         from ember.distributed.launch import command
 
@@ -231,12 +295,14 @@ def _parser():
                                 epilog=__doc__.split("\n\n", 1)[1])
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("ls", help="list recipes and their configs").set_defaults(fn=_cmd_ls)
-    r = sub.add_parser("run", help="run a recipe")
-    r.add_argument("recipe", help="recipe name, config name, or path/to/recipe.py")
+    r = sub.add_parser("run", help="run a recipe", add_help=False)
+    r.add_argument("recipe", nargs="?", help="recipe name, config name, or path/to/recipe.py")
     r.add_argument("overrides", nargs="*", help="key=value overrides (dotted keys)")
     r.add_argument("--config", "-c", help="bundled config name or path to a .yaml file")
     r.add_argument("--nproc", type=int, help="run on N local ranks through mpiexec")
-    r.set_defaults(fn=_cmd_run)
+    r.add_argument("--help", "-h", action="store_true",
+                   help="with a recipe: its config keys, their defaults and help; else this")
+    r.set_defaults(fn=_cmd_run, run_parser=r)
     c = sub.add_parser("cp", help="copy a recipe (.py) or config (.yaml) out for editing")
     c.add_argument("name")
     c.add_argument("dest")

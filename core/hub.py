@@ -26,7 +26,7 @@ import sys
 import urllib.parse
 
 __all__ = ["get_dir", "set_dir", "download_url_to_file", "load_state_dict_from_url",
-           "HashMismatchError", "OfflineError"]
+           "HashMismatchError", "OfflineError", "DownloadError"]
 
 _CHUNK = 1 << 20
 _LOCAL_PROTOCOLS = {"file", "local", "memory"}  # reachable without a network
@@ -40,6 +40,37 @@ class HashMismatchError(RuntimeError):
 
 class OfflineError(FileNotFoundError):
     """``EMBER_OFFLINE=1`` and the file is not in the cache (``.path`` says where it belongs)."""
+
+
+class DownloadError(FileNotFoundError):
+    """A download failed; ``.url``, ``.path`` (where a copy placed by hand is used, offline
+    too) and ``.reason`` (the underlying error, as text) say what and where. A
+    ``FileNotFoundError``, as fsspec's own error for an unreachable URL is."""
+
+    def __init__(self, url, path, reason, local=False):
+        hint = (f"place the file at {path} to use it without a download" if local else
+                f"to work offline, place the file at {path} (e.g. copied from a machine with "
+                f"network access); EMBER_OFFLINE=1 then keeps ember off the network")
+        super().__init__(f"download failed: {url} could not be fetched ({reason}); {hint}")
+        self.url, self.path, self.reason = url, path, reason
+
+
+def _reason(exc, url) -> str:
+    """The most telling message in ``exc``'s chain (fsspec wraps a refused connection or an
+    HTTP 404 into ``FileNotFoundError(url)``, whose text is just the URL)."""
+    seen, e = [], exc
+    while e is not None and e not in seen and len(seen) < 16:
+        seen.append(e)
+        e = e.__cause__ or e.__context__
+    for e in seen:
+        status = getattr(e, "status", None)
+        if isinstance(status, int) and 100 <= status < 600:
+            msg = getattr(e, "message", "") or ""
+            return f"HTTP {status}" + (f" {msg}" if msg else "")
+        text = str(e).strip()
+        if text and text not in (url, repr(url)):
+            return f"{type(e).__name__}: {text}"
+    return type(exc).__name__
 
 
 def get_dir() -> str:
@@ -73,7 +104,8 @@ def download_url_to_file(url, dst, hash_prefix=None, progress=True) -> None:
     computed; with ``hash_prefix`` (a leading part of the hex digest, or all of it) a mismatch
     removes the temporary file and raises :class:`HashMismatchError` naming the URL and both
     hashes. On success the file is renamed to ``dst`` (atomic). ``progress`` shows a tqdm bar on
-    stderr. Under ``EMBER_OFFLINE=1`` a network URL raises :class:`OfflineError`.
+    stderr. Under ``EMBER_OFFLINE=1`` a network URL raises :class:`OfflineError`; a failed
+    fetch raises :class:`DownloadError` naming the reason and ``dst``.
     """
     url = os.fspath(url)
     dst = os.path.abspath(os.path.expanduser(os.fspath(dst)))
@@ -103,18 +135,21 @@ def download_url_to_file(url, dst, hash_prefix=None, progress=True) -> None:
     if progress:
         sys.stderr.write(f'Downloading: "{url}" to {dst}\n')
     try:
-        with fs.open(path, "rb", **opts) as src, open(tmp, "xb") as out, \
-                tqdm(total=total, disable=not progress, unit="B", unit_scale=True,
-                     unit_divisor=1024, desc=os.path.basename(dst)) as bar:
-            while True:
-                chunk = src.read(_CHUNK)
-                if not chunk:
-                    break
-                out.write(chunk)
-                sha.update(chunk)
-                bar.update(len(chunk))
-            out.flush()
-            os.fsync(out.fileno())
+        try:
+            with fs.open(path, "rb", **opts) as src, open(tmp, "xb") as out, \
+                    tqdm(total=total, disable=not progress, unit="B", unit_scale=True,
+                         unit_divisor=1024, desc=os.path.basename(dst)) as bar:
+                while True:
+                    chunk = src.read(_CHUNK)
+                    if not chunk:
+                        break
+                    out.write(chunk)
+                    sha.update(chunk)
+                    bar.update(len(chunk))
+                out.flush()
+                os.fsync(out.fileno())
+        except Exception as e:   # noqa: BLE001 (any transport's error: say what failed, and why)
+            raise DownloadError(url, dst, _reason(e, url), proto in _LOCAL_PROTOCOLS) from e
         digest = sha.hexdigest()
         if hash_prefix is not None and not digest.startswith(hash_prefix):
             raise HashMismatchError(

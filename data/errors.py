@@ -5,6 +5,16 @@ records each failure in this process's skip log and moves on; with ``"raise"`` (
 the exception propagates with a note naming the pipe, the sample's position and its key.
 The DataLoader drains the log of each worker with every batch (``loader.skipped``).
 
+An exception in a DataLoader worker is re-raised in the main process as PyTorch does it, with
+the worker's traceback as real lines of the message (``raise_worker_error``):
+
+    ValueError: Caught ValueError in DataLoader worker process 0.
+    Original Traceback (most recent call last):
+      File "...", line 5, in __getitem__
+    ValueError: bad sample 3
+    ember.data: dataset[3] failed
+    ember.data: DataLoader worker 0 (pid 4242) was loading batch 1 (dataset indices [2, 3])
+
     >>> from ember.data import IterableWrapper, drain_skips
     >>> list(IterableWrapper([1, 0, 2]).map(lambda x: 1 // x, on_error="skip"))
     [1, 0]
@@ -90,3 +100,51 @@ def drain_skips() -> list:
 
 def record_skip(where: str, index: int, key, exc: BaseException) -> None:
     _SKIPS.append(Skipped(where, index, key, f"{type(exc).__name__}: {exc}"))
+
+
+class WorkerError(RuntimeError):
+    """An exception raised in a worker whose type could not be rebuilt in the main process."""
+
+
+class _Verbatim(str):
+    """A message whose ``repr`` is itself: ``KeyError`` shows ``repr(message)``, which would
+    print the worker's traceback as one escaped line (PyTorch's ``KeyErrorMessage``)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return self
+
+
+def worker_message(info) -> str:
+    """The text of a re-raised worker exception: PyTorch's two lines, the worker's formatted
+    traceback (with its notes), then what the worker was doing."""
+    tb = info["tb"] if info["tb"].endswith("\n") else info["tb"] + "\n"
+    return (f"Caught {info['type_name']} in DataLoader worker process {info['worker']}.\n"
+            f"Original {tb}"
+            f"ember.data: DataLoader worker {info['worker']} (pid {info['pid']}) was loading "
+            f"{info['where']}")
+
+
+def worker_exception(info) -> BaseException:
+    """The exception to raise in the main process for a worker's ``info`` (see
+    ``worker.exception_info``): the worker's type built from ``worker_message`` where that
+    type takes one message and shows it as it is, else :class:`WorkerError`."""
+    text = _Verbatim(worker_message(info))
+    etype = info.get("type")
+    if isinstance(etype, type) and issubclass(etype, BaseException):
+        try:
+            exc = etype(text)
+        except Exception:
+            exc = None
+        try:
+            if exc is not None and str(exc) == text:
+                return exc
+        except Exception:   # a __str__ that fails on our message
+            pass
+    return WorkerError(str(text))
+
+
+def raise_worker_error(info):
+    """Re-raise a worker's exception in the main process (see :func:`worker_exception`)."""
+    raise worker_exception(info)

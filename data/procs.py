@@ -18,25 +18,7 @@ from . import shm
 from .worker import worker_loop
 
 
-class WorkerError(RuntimeError):
-    """An exception raised in a worker whose type could not be rebuilt in the main process."""
-
-
-def raise_worker_error(info):
-    """Re-raise a worker's exception in the main process: the same type where it can be
-    rebuilt from a message (else ``WorkerError``), with the worker's traceback in the text."""
-    text = (f"Caught {info['type_name']} in DataLoader worker {info['worker']} (pid "
-            f"{info['pid']}) while loading {info['where']}.\n"
-            f"Original traceback (most recent call last, in the worker):\n{info['tb']}")
-    exc = None
-    if info["type"] is not None:
-        try:
-            exc = info["type"](text)
-        except Exception:
-            exc = None
-    if exc is None or not isinstance(exc, BaseException):
-        exc = WorkerError(text)
-    raise exc
+from .errors import WorkerError, raise_worker_error  # noqa: E402,F401 (re-exported)
 
 
 class Workers:

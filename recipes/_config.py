@@ -5,7 +5,10 @@ object: ``instantiate(node, **extra)`` imports the callable and calls it with th
 keys (instantiated recursively) plus ``extra``. Overrides are ``a.b.c=value`` with ``value``
 parsed as YAML (``lr=1e-3`` is a float, ``resume=true`` a bool, ``size=[1,2]`` a list); a key
 must already exist, or be a parameter of the component that holds it; ``+a.b=value`` adds a
-new key. Unknown keys raise ``ConfigError`` suggesting the nearest key.
+new key. Unknown keys raise ``ConfigError`` suggesting the nearest key; ``validate`` against
+the recipe's default config also checks each value's type against the default's (``epochs=abc``
+fails before anything runs). A key's one-line help is the comment after it on its line in the
+YAML file (``epochs: 15   # passes over the training set``), read by ``key_help``.
 
     >>> cfg = {"optimizer": {"_component_": "ember.optim.SGD", "lr": 0.1}, "epochs": 2}
     >>> cfg = apply_overrides(cfg, ["optimizer.lr=0.5", "epochs=3"])
@@ -23,14 +26,29 @@ import difflib
 import importlib
 import inspect
 import os
+import re
 
 import yaml
 
 __all__ = ["ConfigError", "load_config", "apply_overrides", "instantiate", "resolve_component",
-           "flatten", "validate", "dump", "COMPONENT"]
+           "flatten", "validate", "dump", "key_help", "COMPONENT"]
 
 COMPONENT = "_component_"
 META_KEYS = ("recipe",)   # keys every config may carry
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML as PyYAML reads it, except that ``1e-3`` is a float (YAML 1.2), not a string."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
+def _yaml_load(text_or_file):
+    return yaml.load(text_or_file, Loader=_Loader)
 
 
 class ConfigError(ValueError):
@@ -43,7 +61,7 @@ def load_config(path):
         raise ConfigError(f"config file {path!r} does not exist")
     with open(path) as f:
         try:
-            data = yaml.safe_load(f)
+            data = _yaml_load(f)
         except yaml.YAMLError as e:
             raise ConfigError(f"config file {path!r} is not valid YAML: {e}") from None
     if data is None:
@@ -52,6 +70,50 @@ def load_config(path):
         raise ConfigError(f"config file {path!r} must hold a mapping at top level, got "
                           f"{type(data).__name__}")
     return data
+
+
+def _split_comment(text):
+    """``"value   # help"`` -> ``("value", "help")``; a ``#`` inside quotes is no comment."""
+    quote = None
+    for i, ch in enumerate(text):
+        if quote is not None:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or text[i - 1] in " \t"):
+            return text[:i].rstrip(), text[i + 1:].strip()
+    return text.rstrip(), ""
+
+
+def key_help(path):
+    """``{dotted key: help}`` from the comments that follow keys on their line in the YAML file
+    at ``path`` (block mappings; list items and flow collections are values, not keys).
+
+        >>> import os, tempfile
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.yaml")
+        >>> text = ["epochs: 3   # passes over the data", "opt:", "  lr: 0.1  # step"]
+        >>> _ = open(p, "w").write("\\n".join(text))
+        >>> key_help(p)
+        {'epochs': 'passes over the data', 'opt.lr': 'step'}
+    """
+    line_re = re.compile(r"^( *)([A-Za-z_][\w.\-]*|'[^']*'|\"[^\"]*\") *:(?: +(.*)|$)")
+    out, stack = {}, []   # stack: (indent, key) of the mappings that hold the current line
+    with open(path) as f:
+        for line in f:
+            m = line_re.match(line.rstrip("\n"))
+            if m is None:
+                continue   # blank, a comment, a list item or a continuation
+            indent, key = len(m.group(1)), m.group(2).strip("'\"")
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            value, comment = _split_comment(m.group(3) or "")
+            dotted = ".".join([k for _, k in stack] + [key])
+            if comment:
+                out[dotted] = comment
+            if not value:
+                stack.append((indent, key))
+    return out
 
 
 def flatten(cfg, prefix=""):
@@ -127,7 +189,7 @@ def _known_keys(cfg):
 
 def _parse_value(text):
     try:
-        return yaml.safe_load(text) if text != "" else ""
+        return _yaml_load(text) if text != "" else ""
     except yaml.YAMLError:
         return text
 
@@ -164,10 +226,59 @@ def apply_overrides(cfg, overrides):
     return cfg
 
 
+_TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number",
+               str: "a string", list: "a list", dict: "a mapping"}
+
+
+def _expected(default):
+    """The type a value must have where the default config holds ``default`` (None: any)."""
+    if default is None:
+        return None
+    if isinstance(default, dict):
+        return "component" if COMPONENT in default else dict
+    for t in (bool, int, float, str, list):
+        if isinstance(default, t):
+            return t
+    return None
+
+
+def _type_ok(value, want):
+    if want is None:
+        return True
+    if want == "component":   # another component, or null to leave it out
+        return value is None or isinstance(value, dict)
+    if want is bool:
+        return isinstance(value, bool)
+    if want is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if want is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if want is str:   # a path or name YAML read as a number (output_dir=2024) is fine too
+        return value is None or (isinstance(value, (str, int, float))
+                                 and not isinstance(value, bool))
+    if want is list:
+        return isinstance(value, (list, tuple))
+    return isinstance(value, want)
+
+
+def _check_type(key, value, default):
+    want = _expected(default)
+    if _type_ok(value, want):
+        return
+    what = "a component (a mapping with _component_) or null" if want == "component" \
+        else _TYPE_NAMES[want]
+    shown = dump(default).strip() if isinstance(default, (dict, list)) else \
+        yaml.safe_dump(default, default_flow_style=True).strip().removesuffix("...").strip()
+    raise ConfigError(f"invalid value for {key!r}: expected {what} (the default is {shown}), "
+                      f"got {value!r} ({type(value).__name__})")
+
+
 def validate(cfg, reference=None):
     """Check ``cfg`` without running it: every ``_component_`` imports and accepts its keys,
-    and (with ``reference``, the recipe's default config) every plain key is known there.
-    Raises ``ConfigError`` on the first problem; returns the number of components checked."""
+    and (with ``reference``, the recipe's default config) every plain key is known there and
+    every value has the type of the reference's value (an int for ``epochs: 15``, a number for
+    ``lr: 0.003``; a null default admits anything). Raises ``ConfigError`` on the first
+    problem; returns the number of components checked."""
     count = 0
 
     def walk(node, ref, prefix):
@@ -182,20 +293,24 @@ def validate(cfg, reference=None):
             fn = resolve_component(node[COMPONENT])
             count += 1
             names, var = _params(fn)
+            same = isinstance(ref, dict) and ref.get(COMPONENT) == node[COMPONENT]
             for k, v in node.items():
                 if k == COMPONENT:
                     continue
                 if not var and k not in names:
                     raise _unknown(prefix + k, {prefix + n for n in names})
-                walk(v, None, f"{prefix}{k}.")
+                sub = ref.get(k) if same else None   # the same component: same arg types
+                if sub is not None:
+                    _check_type(prefix + k, v, sub)
+                walk(v, sub if isinstance(sub, dict) else None, f"{prefix}{k}.")
             return
         for k, v in node.items():
             if ref is not None and k not in ref and not (prefix == "" and k in META_KEYS):
                 raise _unknown(prefix + str(k), {prefix + str(r) for r in ref})
             sub = ref.get(k) if isinstance(ref, dict) else None
-            if isinstance(sub, dict) and COMPONENT in sub:
-                sub = None   # a component may be swapped for another one
-            walk(v, sub, f"{prefix}{k}.")
+            if ref is not None:
+                _check_type(prefix + str(k), v, sub)
+            walk(v, sub if isinstance(sub, dict) else None, f"{prefix}{k}.")
     walk(cfg, reference, "")
     return count
 

@@ -12,10 +12,14 @@ import numpy as np
 
 import ember
 
-from ember.recipes._config import dump
+from ember.recipes._config import ConfigError, dump
 
 __all__ = ["setup_run", "set_command", "Interrupt", "progress", "final_lines", "command_line", "dist_info",
-           "EXIT_INTERRUPTED"]
+           "check_output_dir", "TRAINING_OUTPUTS", "EXIT_INTERRUPTED"]
+
+# what a training run leaves in its output folder; any of them marks an earlier run there
+TRAINING_OUTPUTS = ("checkpoints", "weights.json", "model.safetensors", "metrics.csv",
+                    "metrics.png")
 
 EXIT_INTERRUPTED = 130
 
@@ -50,14 +54,55 @@ def dist_info():
     return 0, 1
 
 
-def setup_run(cfg, recipe, rank=0):
+def _earlier_run(out, outputs):
+    """The names in ``outputs`` that ``out`` holds (a folder counts when it is not empty)."""
+    found = []
+    for name in outputs:
+        path = os.path.join(out, name)
+        if os.path.isfile(path) or (os.path.isdir(path) and os.listdir(path)):
+            found.append(name)
+    return found
+
+
+def check_output_dir(out, cfg, outputs=TRAINING_OUTPUTS, rank=0):
+    """Refuse to start a fresh run in ``out`` when it holds an earlier one (any of
+    ``outputs``), unless ``resume=true`` (continue it) or ``overwrite=true`` (rank 0 then
+    deletes the earlier outputs, so nothing of that run is mistaken for this one's)."""
+    resume, overwrite = bool(cfg.get("resume")), bool(cfg.get("overwrite"))
+    if resume and overwrite:
+        raise ConfigError("resume=true and overwrite=true contradict each other: resume=true "
+                          "continues the run in output_dir, overwrite=true discards it")
+    found = [] if resume else _earlier_run(out, outputs)
+    if not found:
+        return
+    if not overwrite:
+        raise ConfigError(f"output_dir {out} holds an earlier run ({', '.join(found)}); pass "
+                          f"resume=true to continue it, overwrite=true to discard it and start "
+                          f"afresh, or another output_dir=")
+    if rank == 0:
+        import shutil
+
+        for name in found:
+            path = os.path.join(out, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+        print(f"overwrite=true: removed the earlier run's {', '.join(found)} from {out}")
+
+
+def setup_run(cfg, recipe, rank=0, outputs=None):
     """Seed everything, create ``cfg['output_dir']``, print the resolved config and save it as
-    ``config.yaml`` there (rank 0 only). Returns the output folder."""
+    ``config.yaml`` there (rank 0 only). Returns the output folder. With ``outputs`` (the
+    names a run of this recipe writes, e.g. ``TRAINING_OUTPUTS``), first refuse a folder that
+    holds an earlier run unless ``resume``/``overwrite`` say what to do (``check_output_dir``)."""
+    out = os.path.abspath(os.path.expanduser(str(cfg.get("output_dir") or f"outputs/{recipe}")))
+    if outputs:
+        check_output_dir(out, cfg, outputs, rank)
     seed = int(cfg.get("seed", 0))
     ember.manual_seed(seed)
     random.seed(seed)
     np.random.seed(seed % 2 ** 32)
-    out = os.path.abspath(os.path.expanduser(str(cfg.get("output_dir") or f"outputs/{recipe}")))
     if rank == 0:
         os.makedirs(out, exist_ok=True)
         text = dump(cfg)

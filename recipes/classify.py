@@ -4,6 +4,10 @@ below) on the MNIST subset shipped in the package, or on ImageFolder/CIFAR/MNIST
     ember run classify                                  # the main job: SmallCNN on the shipped digits
     ember run classify epochs=3 optimizer.lr=1e-3       # overrides
     ember run classify resume=true                      # continue from the latest checkpoint
+    ember run classify overwrite=true                   # discard the earlier run in output_dir
+
+A fresh run refuses an ``output_dir`` that holds an earlier run (checkpoints, weights or
+metrics) unless ``resume=true`` or ``overwrite=true`` says what to do with it.
 
 Per epoch it logs ``epoch, step, lr, train_loss, train_acc, test_loss, test_acc`` to
 ``metrics.csv``; checkpoints go to ``checkpoints/`` (every ``checkpoint.every_n_steps`` steps
@@ -24,8 +28,8 @@ from ember.recipes._checkpoint import Checkpointer, capture_rng, restore_rng
 from ember.recipes._config import ConfigError, instantiate, resolve_component
 from ember.recipes._metrics import MetricLogger, plot_curves
 from ember.recipes._registry import register_recipe
-from ember.recipes._runtime import (EXIT_INTERRUPTED, Interrupt, command_line, dist_info,
-                                    final_lines, progress, setup_run)
+from ember.recipes._runtime import (EXIT_INTERRUPTED, TRAINING_OUTPUTS, Interrupt, command_line,
+                                    dist_info, final_lines, progress, setup_run)
 from ember.recipes._weights import save_weights
 from ember.vision.models.digits import SmallCNN as _SmallCNN
 
@@ -69,6 +73,23 @@ def evaluate_model(model, loader, loss_fn, device, topk=(1,), num_classes=None):
     return loss_sum / total, {k: hits[k] / total for k in topk}, conf
 
 
+def _input_meta(ds):
+    """``{"input_size": [h, w], "input_channels": c}`` of a dataset that holds its images as
+    one uint8 array or tensor (``.images`` or ``.data``: (N, H, W) or (N, H, W, C), as the
+    MNIST and CIFAR formats do), else ``{}``: what ``predict`` compares its inputs with."""
+    for attr in ("images", "data"):
+        a = getattr(ds, attr, None)
+        shape = tuple(getattr(a, "shape", ()))
+        if str(getattr(a, "dtype", "")) != "uint8":
+            continue
+        if len(shape) == 3:
+            return {"input_size": [int(shape[1]), int(shape[2])], "input_channels": 1}
+        if len(shape) == 4 and shape[-1] in (1, 3, 4):
+            return {"input_size": [int(shape[1]), int(shape[2])],
+                    "input_channels": min(int(shape[-1]), 3)}
+    return {}
+
+
 def _init_from(model, spec, rank=0):
     """Fine-tuning: load every tensor of the weights ``spec`` (a zoo name such as
     ``ResNet18_Weights.DEFAULT`` or a classify run folder) whose name and shape match the model;
@@ -102,7 +123,7 @@ def main(cfg):
     """Train per ``cfg`` (see ``configs/classify.yaml``); returns the exit code."""
     t_start = time.perf_counter()
     rank, world = dist_info()
-    out = setup_run(cfg, "classify", rank)
+    out = setup_run(cfg, "classify", rank, outputs=TRAINING_OUTPUTS)
     device = ember.device(cfg.get("device") or "cpu")
     quiet = bool(cfg.get("quiet")) or rank != 0
     seed = int(cfg.get("seed", 0))
@@ -149,8 +170,6 @@ def main(cfg):
         state = ckpt.load_latest()
         if state is None:
             print(f"resume=true but no checkpoint in {ckpt.directory}: starting from scratch")
-    elif rank == 0:
-        ckpt.clear()
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
@@ -248,7 +267,8 @@ def main(cfg):
     meta = {"categories": categories or None, "recipe": "ember run classify",
             "command": command_line(), "dataset": type(test_ds).__name__,
             "_metrics": {type(test_ds).__name__: {"acc@1": round(100 * test_acc, 3)}},
-            "epochs": epochs, "seed": seed, "transforms": cfg.get("transforms")}
+            "epochs": epochs, "seed": seed, "transforms": cfg.get("transforms"),
+            **_input_meta(train_ds)}
     manifest = save_weights(out, model, cfg["model"], cfg.get("transforms"), meta)
     plot = plot_curves(log.path, os.path.join(out, "metrics.png"))
     elapsed = time.perf_counter() - t_start

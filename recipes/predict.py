@@ -6,6 +6,12 @@ the weights' own transforms and categories.
 
 With ``input: null`` it writes a few digits of the shipped test split as PNGs into the output
 folder and predicts those. Results are printed and written to ``predictions.csv``.
+
+Inputs far from what the weights were trained on get a warning, once for the whole run: a
+colour image into weights that take one channel, or an image whose size differs by more than
+2x from the training images' (``meta["input_size"]``, which ``classify`` records) or lies below
+``meta["min_size"]``. Such inputs still get predictions, but confident-looking ones mean
+nothing.
 """
 from __future__ import annotations
 
@@ -54,6 +60,67 @@ def _samples(out, n):
     return folder
 
 
+def expected_input(weights, transform):
+    """What the weights were trained on: ``(channels, (h, w) or None, min (h, w) or None)``.
+    ``channels`` is ``meta["input_channels"]``, else what ``transform`` makes of a colour image
+    (1 for a grayscale preset); the size is ``meta["input_size"]``."""
+    from PIL import Image
+
+    meta = weights.meta
+    channels = meta.get("input_channels")
+    if channels is None:
+        try:
+            probe = transform(Image.new("RGB", (64, 64), (200, 40, 40)))
+            channels = int(probe.shape[0]) if len(probe.shape) == 3 else None
+        except Exception:   # noqa: BLE001 (a preset that cannot take a probe: no check)
+            channels = None
+    size = meta.get("input_size")
+    min_size = meta.get("min_size")
+    return (channels, tuple(int(v) for v in size) if size else None,
+            tuple(int(v) for v in min_size) if min_size else None)
+
+
+def _is_colour(img):
+    """Whether a PIL image holds colour (channels that differ), not gray stored as RGB."""
+    if img.mode in ("1", "L", "LA", "I", "I;16", "F"):
+        return False
+    small = img.convert("RGB")
+    small.thumbnail((128, 128))
+    a = np.asarray(small, dtype=np.int16)
+    return bool(np.abs(a - a[..., :1]).max() > 16)
+
+
+def mismatch(img, expected):
+    """What makes ``img`` (PIL) far from the ``expected_input`` (its size and kind, as text),
+    or None when it is like the training images."""
+    channels, size, min_size = expected
+    w, h = img.size
+    colour = _is_colour(img)
+    far = channels == 1 and colour
+    if size is not None:
+        far |= not (size[0] / 2 <= h <= 2 * size[0] and size[1] / 2 <= w <= 2 * size[1])
+    if min_size is not None:
+        far |= h < min_size[0] or w < min_size[1]
+    return f"{w}x{h} {'colour' if colour else 'grayscale'}" if far else None
+
+
+def _mismatch_file(path, expected):
+    from PIL import Image
+
+    with Image.open(path) as img:
+        return mismatch(img, expected)
+
+
+def _describe_training(expected):
+    channels, size, min_size = expected
+    kind = {1: "grayscale", 3: "colour"}.get(channels, f"{channels}-channel" if channels else "")
+    what = f"{size[1]}x{size[0]} " if size else ""
+    text = f"{what}{kind} images".strip() if (what or kind) else "their training images"
+    if min_size is not None and size is None:
+        text += f" of at least {min_size[1]}x{min_size[0]}"
+    return text
+
+
 @register_recipe("predict")
 def main(cfg):
     """Predict per ``cfg`` (see ``configs/predict.yaml``); returns the exit code."""
@@ -66,6 +133,16 @@ def main(cfg):
         print(f"no input given: predicting {source} (digits from the shipped test split)")
     files = list_images(str(source))
     k = int(cfg.get("topk", 5))
+    expected = expected_input(weights, transform)
+    far = [(p, why) for p in files if (why := _mismatch_file(p, expected))]
+    if far:
+        many = len(far) > 1
+        listed = ", ".join(f"{os.path.basename(p)} ({why})" for p, why in far[:3])
+        print(f"warning: {len(far)} of {len(files)} input{'s' if len(files) > 1 else ''} "
+              f"{'are' if many else 'is'} far from what these weights were trained on "
+              f"({_describe_training(expected)}): {listed}{', ...' if len(far) > 3 else ''}; "
+              f"{'their' if many else 'its'} predictions mean little, however confident they "
+              f"look", flush=True)
     rows = []
     with ember.no_grad():
         for path in files:

@@ -170,3 +170,27 @@ def test_bad_arguments(tmp_path):
                                  progress=False)
     assert not (tmp_path / "o").exists()
     assert [p for p in os.listdir(tmp_path) if p.endswith(".partial")] == []
+
+
+def test_failed_download_says_why_and_where_to_place_the_file(http_server, _home):
+    """No network: the error names the failure, its reason, the URL and the cache path."""
+    url = "http://127.0.0.1:9/models/net-0a1b2c3d.pth"   # port 9 (discard): refused
+    expected = _home / "hub" / "checkpoints" / "net-0a1b2c3d.pth"
+    with pytest.raises(hub.DownloadError) as ei:
+        hub.load_state_dict_from_url(url, check_hash=True, progress=False)
+    msg = str(ei.value)
+    assert msg.startswith(f"download failed: {url} could not be fetched (")
+    assert "127.0.0.1:9" in ei.value.reason and ei.value.reason != url
+    assert f"place the file at {expected} " in msg and "EMBER_OFFLINE=1" in msg
+    assert ei.value.path == str(expected) and ei.value.url == url
+    assert isinstance(ei.value, FileNotFoundError)   # what fsspec raised before: still caught
+    assert not expected.parent.exists() or os.listdir(expected.parent) == []   # no partial file
+    # an HTTP error status is named as such
+    base, _, _ = http_server
+    with pytest.raises(hub.DownloadError, match=r"could not be fetched \(HTTP 404"):
+        hub.download_url_to_file(f"{base}/missing.pth", _home / "m.pth", progress=False)
+    # a local file that is missing: the OS's reason, no offline advice
+    missing = (_home / "nowhere.ember").as_uri()
+    with pytest.raises(hub.DownloadError, match="No such file or directory") as ei:
+        hub.download_url_to_file(missing, _home / "o.ember", progress=False)
+    assert "EMBER_OFFLINE" not in str(ei.value)

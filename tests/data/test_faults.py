@@ -44,7 +44,7 @@ def test_worker_exception_reraised_with_traceback_and_index():
     msg = str(ei.value)
     assert got == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]  # everything before it, in order
     assert "DataLoader worker 1" in msg and "dataset indices [12, 13, 14, 15]" in msg
-    assert "Original traceback" in msg and "test_faults.py" in msg and "no sample 13" in msg
+    assert "Original Traceback" in msg and "test_faults.py" in msg and "no sample 13" in msg
     assert "dataset[13] failed" in msg
     with pytest.raises(WorkerError, match="_Custom"):
         list(DataLoader(W(range(10)).sharding_filter().map(_custom_fail), batch_size=2, num_workers=2))

@@ -98,8 +98,10 @@ def test_run_with_overrides_then_predict_and_evaluate(workdir, cli):
     assert sum(p.numel() for p in model.parameters()) == w.meta["num_params"]
     assert w.transforms()(_digit()).shape == \
         (1, 28, 28)
+    assert w.meta["input_size"] == [28, 28] and w.meta["input_channels"] == 1
     rc, out, err = cli("run", "predict", "num_samples=3")
     assert rc == 0, err
+    assert "warning" not in out   # digits like the training ones: nothing to say
     preds = (workdir / "outputs" / "predict" / "predictions.csv").read_text().splitlines()
     assert len(preds) == 4 and preds[0].startswith("path,top1,top2,top3,top4,top5")
     rc, out, err = cli("run", "evaluate", "data.limit=100")
@@ -173,3 +175,138 @@ def test_init_weights_loads_matching_tensors(workdir, cli):
     line = next(ln for ln in out.splitlines() if ln.startswith("init_weights:"))
     assert line.endswith("loaded 15/18 tensors from base; newly initialized: "
                          "classifier.1.bias, classifier.1.weight, classifier.4.weight")
+
+
+def test_download_failure_names_reason_url_and_cache_path(workdir, cli, monkeypatch):
+    from ember.vision.models import ResNet18_Weights
+
+    url = "http://127.0.0.1:9/models/resnet18-f37072fd.pth"   # unreachable: no network
+    monkeypatch.setattr(ResNet18_Weights.IMAGENET1K_V1.value, "url", url)
+    rc, _, err = cli("download", "ResNet18_Weights.DEFAULT", "--quiet")
+    assert rc == 2
+    cache = workdir / "ember_home" / "hub" / "checkpoints" / "resnet18-f37072fd.pth"
+    assert f"ember download: error: download failed: {url} could not be fetched (" in err
+    assert "127.0.0.1:9" in err.split("fetched (", 1)[1] and str(cache) in err
+    # the same through a recipe that loads zoo weights
+    rc, _, err = cli("run", "predict", "weights=ResNet18_Weights.DEFAULT", "num_samples=1")
+    assert rc == 2 and "download failed" in err and str(cache) in err
+
+
+def test_wrong_value_type_names_key_value_and_type_before_running(workdir, cli):
+    rc, out, err = cli("run", "classify", "epochs=abc")
+    assert rc == 2 and out == ""   # nothing printed, nothing ran
+    assert "invalid value for 'epochs': expected an integer (the default is 15), got 'abc'" in err
+    assert not os.path.exists("outputs")
+    rc, _, err = cli("run", "classify", "optimizer.lr=fast")
+    assert rc == 2 and "'optimizer.lr': expected a number (the default is 0.003), got 'fast'" in err
+    rc, _, err = cli("validate", "classify", "quiet=maybe", "epochs=3")
+    assert rc == 2 and "'quiet': expected true or false" in err
+    rc, _, err = cli("validate", "classify", "checkpoint=5")
+    assert rc == 2 and "'checkpoint': expected a mapping" in err
+    # numbers in any YAML spelling, null for an optional component, a number as a path
+    rc, out, err = cli("validate", "classify", "optimizer.lr=1e-3", "optimizer.weight_decay=0",
+                       "lr_scheduler=null", "output_dir=2024", "checkpoint.every_n_steps=10")
+    assert rc == 0, err
+
+
+def test_run_help_lists_keys_defaults_and_help(workdir, cli):
+    from ember.recipes._config import COMPONENT, flatten, key_help, load_config
+
+    rc, out, err = cli("run", "classify", "--help")
+    assert rc == 0, err
+    assert out.startswith("usage: ember run classify [--config NAME|PATH] [key=value ...]")
+    rows = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith("  ")}
+    assert rows["epochs"].split()[1] == "15" and "passes over the training set" in rows["epochs"]
+    assert "ember.optim.Adam" in rows["optimizer"] and "learning rate" in rows["optimizer.lr"]
+    assert "resume=true" not in rows["overwrite"] and "earlier run" in rows["overwrite"]
+    cfg = flatten(load_config(_registry.get_config_path("classify")))
+    for key in cfg:
+        if key != "recipe":
+            assert key.removesuffix("." + COMPONENT) in rows, key
+    assert not os.path.exists("outputs")   # nothing ran
+    # every recipe's default config documents every top-level key
+    for name in _registry.list_recipes():
+        path = _registry.get_config_path(name)
+        helps = key_help(path)
+        for key in load_config(path):
+            assert key == "recipe" or helps.get(key), f"{name}.yaml: no help for {key!r}"
+    rc, out, _ = cli("run", "predict", "-h")
+    assert rc == 0 and "topk" in out and "categories listed per image" in out
+    # another config of the recipe: its values, help from the recipe's default config
+    rc, out, _ = cli("run", "classify", "--config", "classify_resnet18_finetune", "--help")
+    rows = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith("  ")}
+    assert "ResNet18_Weights.IMAGENET1K_V1" in rows["init_weights"]
+    assert "passes over the training set" in rows["epochs"]
+    rc, out, _ = cli("run", "--help")
+    assert rc == 0 and "recipe" in out and "--config" in out
+
+
+def test_key_help_reads_inline_comments(tmp_path):
+    from ember.recipes._config import key_help
+
+    p = tmp_path / "c.yaml"
+    p.write_text("# header\na: 1   # one\nb:    # a node\n  c: 'x # y'  # see\n  d: [1, 2]\n"
+                 "e:\n  - {f: 1}   # item\ng: \"#\"\n")
+    assert key_help(p) == {"a": "one", "b": "a node", "b.c": "see"}
+
+
+def test_rerun_into_an_earlier_run_needs_resume_or_overwrite(workdir, cli):
+    rc, _, err = cli("run", "classify", *SHORT, "epochs=1", "output_dir=a")
+    assert rc == 0, err
+    run = workdir / "a"
+    before = {p.name: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()}
+    assert any(n.startswith("step-") for n in before)
+    rc, out, err = cli("run", "classify", *SHORT, "epochs=1", "output_dir=a", "seed=1")
+    assert rc == 2 and out == ""
+    assert f"output_dir {run} holds an earlier run" in err
+    assert "resume=true" in err and "overwrite=true" in err
+    after = {p.name: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()}
+    assert after == before   # nothing touched, config.yaml included
+    rc, _, err = cli("run", "classify", *SHORT, "output_dir=a", "resume=true", "overwrite=true")
+    assert rc == 2 and "contradict" in err
+    rc, out, err = cli("run", "classify", *SHORT, "epochs=1", "output_dir=a", "seed=1",
+                       "overwrite=true")
+    assert rc == 0, err
+    assert "overwrite=true: removed the earlier run's checkpoints" in out
+    import yaml
+    assert yaml.safe_load((run / "config.yaml").read_text())["seed"] == 1
+    # a folder with unrelated files only is no earlier run
+    (workdir / "b").mkdir()
+    (workdir / "b" / "notes.txt").write_text("mine")
+    rc, _, err = cli("run", "classify", *SHORT, "epochs=1", "output_dir=b")
+    assert rc == 0, err
+
+
+def _photo(path, size=(640, 480)):
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)).save(path)
+
+
+def test_predict_warns_once_about_inputs_far_from_the_training_data(workdir, cli):
+    rc, _, err = cli("run", "classify", *SHORT, "epochs=1")
+    assert rc == 0, err
+    photos = workdir / "photos"
+    photos.mkdir()
+    _photo(photos / "cat.jpg")
+    _photo(photos / "dog.png", (300, 200))
+    _digit().save(photos / "seven.png")
+    rc, out, err = cli("run", "predict", f"input={photos}")
+    assert rc == 0, err
+    warnings = [ln for ln in out.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 1, out
+    assert warnings[0].startswith("warning: 2 of 3 inputs are far from what these weights were "
+                                  "trained on (28x28 grayscale images): cat.jpg (640x480 colour), "
+                                  "dog.png (300x200 colour)")
+    assert len((workdir / "outputs" / "predict" / "predictions.csv").read_text().splitlines()) == 4
+    # zoo weights (the shipped digit model, offline): the channel count comes from the
+    # weights' transforms
+    rc, out, err = cli("run", "predict", "weights=MNIST_CNN_Weights.DEFAULT",
+                       f"input={photos / 'cat.jpg'}")
+    assert rc == 0, err
+    assert out.count("warning:") == 1 and "cat.jpg (640x480 colour)" in out
+    rc, out, err = cli("run", "predict", "weights=MNIST_CNN_Weights.DEFAULT",
+                       f"input={photos / 'seven.png'}")
+    assert rc == 0 and "warning" not in out

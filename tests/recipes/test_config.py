@@ -74,3 +74,18 @@ def test_registry_refuses_a_second_recipe_with_the_same_name():
     assert R.get_recipe("classify").__module__ == "ember.recipes.classify"
     with pytest.raises(ValueError, match="unknown config"):
         R.get_config_path("nope")
+
+
+def test_validate_checks_value_types_against_the_reference():
+    ref = {"epochs": 2, "lr": 0.1, "flag": False, "name": "x", "opt": None,
+           "sched": {"_component_": "ember.optim.SGD", "lr": 0.1}}
+    assert C.apply_overrides(ref, ["lr=1e-3"])["lr"] == 0.001   # a float, as YAML 1.2 reads it
+    assert C.validate(C.apply_overrides(ref, ["lr=1", "opt=[1]", "sched=null"]), ref) == 0
+    with pytest.raises(C.ConfigError, match=r"invalid value for 'epochs': expected an integer "
+                                            r"\(the default is 2\), got 'two' \(str\)"):
+        C.validate(C.apply_overrides(ref, ["epochs=two"]), ref)
+    with pytest.raises(C.ConfigError, match="'sched.lr': expected a number"):
+        C.validate(C.apply_overrides(ref, ["sched.lr=high"]), ref)
+    # another component: its arguments are not compared with the reference's
+    other = C.apply_overrides(ref, ["sched={_component_: ember.optim.Adam, lr: '1'}"])
+    assert C.validate(other, ref) == 1

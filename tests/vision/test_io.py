@@ -92,6 +92,30 @@ def test_corrupt_and_missing_files_name_the_file(tmp_path):
         vio.decode_image(b"not an image")
 
 
+def test_non_image_names_its_source_and_the_formats_tried(tmp_path):
+    """A text file or garbage bytes: the file (or the byte count) and the formats tried, never
+    Pillow's ``<_io.BytesIO object at 0x...>``."""
+    txt = tmp_path / "notes.txt"
+    txt.write_text("hello, not an image\n")
+    with pytest.raises(RuntimeError) as ei:
+        vio.read_image(txt)
+    msg = str(ei.value)
+    assert msg.startswith(f"could not decode image {txt}: ") and "BytesIO" not in msg
+    assert all(f in msg for f in ("JPEG", "PNG", "WEBP", "GIF", "BMP"))
+    assert "b'hello, not an im'" in msg   # the first bytes: text, an HTML page, ...
+    with pytest.raises(RuntimeError) as ei:
+        vio.decode_image(ember.tensor(list(b"garbage bytes"), dtype=ember.uint8))
+    msg = str(ei.value)
+    assert msg.startswith("could not decode image bytes of length 13: ") and "BytesIO" not in msg
+    assert "tried" in msg and "JPEG" in msg
+    with pytest.raises(RuntimeError, match="bytes of length 0: .*the data is empty"):
+        vio.decode_image(b"")
+    # a known format that is corrupt: its name, no BytesIO either
+    with pytest.raises(RuntimeError, match="bytes of length 78") as ei:
+        vio.decode_image(b"\x89PNG\r\n\x1a\n" + b"garbage" * 10)
+    assert "BytesIO" not in str(ei.value)
+
+
 @pytest.fixture(scope="module")
 def mp4(tmp_path_factory):
     p = str(tmp_path_factory.mktemp("vid") / "v.mp4")

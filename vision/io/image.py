@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import io
 import os
+import re
 
 import numpy as np
 
@@ -95,15 +96,41 @@ def _to_chw(img) -> np.ndarray:
     return np.ascontiguousarray(a.transpose(2, 0, 1))
 
 
+def _formats_tried() -> list:
+    """The formats Pillow tries when it identifies an image (all it can read), sorted."""
+    Image.init()
+    return sorted(Image.OPEN)
+
+
+def _decode_error(e, raw, name, img) -> RuntimeError:
+    """A RuntimeError naming the source (``name``, or the byte count) instead of Pillow's
+    ``<_io.BytesIO object at 0x...>``, and for unknown data the formats tried."""
+    src = name if name is not None else f"bytes of length {len(raw)}"
+    if isinstance(e, UnidentifiedImageError):
+        fmts = _formats_tried()
+        head = raw[:16]
+        return RuntimeError(
+            f"could not decode image {src}: not in any format Pillow reads (tried "
+            f"{len(fmts)} formats: {', '.join(fmts)}); "
+            + (f"the data starts with {head!r}" if head else "the data is empty"))
+    detail = re.sub(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>", "the data", str(e)) \
+        or type(e).__name__
+    fmt = f" (a {img.format} file)" if img is not None and img.format else ""
+    return RuntimeError(f"could not decode image {src}{fmt}: {detail}")
+
+
 def decode_image(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation: bool = False,
-                 *, name: str = "<bytes>") -> Tensor:
+                 *, name: str | None = None) -> Tensor:
     """Decode JPEG/PNG/WebP/GIF/BMP bytes (a 1-D uint8 tensor, bytes, or a path) to uint8
-    (C, H, W); animated GIFs give (N, C, H, W). Corrupt data raises RuntimeError naming ``name``.
+    (C, H, W); animated GIFs give (N, C, H, W). Data that is no image, or a corrupt one,
+    raises RuntimeError naming ``name`` (default: "bytes of length N") and, when the format is
+    unknown, the formats tried.
     """
     if isinstance(input, (str, os.PathLike)):
         return read_image(input, mode, apply_exif_orientation)
     mode = _mode(mode)
     raw = _bytes(input, "input")
+    img = None
     try:
         img = Image.open(io.BytesIO(raw))
         n = getattr(img, "n_frames", 1)
@@ -117,7 +144,7 @@ def decode_image(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation: bo
             img = ImageOps.exif_transpose(img)
         return Tensor._make(_to_chw(_convert(img, mode)))
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
-        raise RuntimeError(f"could not decode image {name}: {e}") from e
+        raise _decode_error(e, raw, name, img) from e
 
 
 def read_image(path, mode=ImageReadMode.UNCHANGED, apply_exif_orientation: bool = False) -> Tensor:

@@ -63,6 +63,8 @@ class MNIST_CNN_Weights(WeightsEnum):
         meta={
             "categories": [str(d) for d in range(10)],
             "min_size": (28, 28),
+            "input_size": (28, 28),
+            "input_channels": 1,
             "num_params": 207018,
             "recipe": "ember run classify",
             "_metrics": {"MNIST-5k": {"acc@1": 98.2}},
