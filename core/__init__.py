@@ -46,6 +46,8 @@ from . import linalg
 from .serialization import load, save
 from ._parallel import num_threads as get_num_threads, set_num_threads
 from . import hub
+from ._sparse_coo import layout, sparse_coo, sparse_coo_tensor, strided
+from .sparse import spmm
 
 __version__ = "0.1.0"
 

@@ -331,6 +331,35 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertib
     def bool(self):
         return self.to(D.bool)
 
+    # ------------------------------------------------------------------ layouts
+    @property
+    def layout(self):
+        from ._sparse_coo import strided
+
+        return strided
+
+    def share_memory_(self):
+        """Move this tensor's storage into shared memory, in place, so processes started
+        through ``ember.multiprocessing`` see its updates (Hogwild). Returns self."""
+        from .multiprocessing import share_memory_
+
+        return share_memory_(self)
+
+    def is_shared(self):
+        from .multiprocessing import is_shared
+
+        return is_shared(self)
+
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        """A sparse COO copy (see ``ember.sparse_coo_tensor``)."""
+        from ._sparse_coo import to_sparse
+
+        return to_sparse(self, sparse_dim, layout=layout, blocksize=blocksize,
+                         dense_dim=dense_dim)
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        return self if dtype is None else self.to(dtype)
+
     # ------------------------------------------------------------------ new_* factories
     def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
         from .factories import tensor

@@ -12,6 +12,8 @@ from .batching import Batcher, BucketBatcher, Grouper, Unbatcher
 from .cache import InMemoryCacheHolder, Prefetcher
 from .collate import Ragged, collate_arrays, default_collate, default_convert, shared_empty
 from .combine import Concater, Cycler, Multiplexer, MultiplexerLongest, Zipper
+from .datasets import ChainDataset, ConcatDataset, StackDataset, Subset, TensorDataset, \
+    random_split
 from .errors import Skipped, drain_skips
 from .files import FileLister, FileOpener, HttpReader, Saver, Stream
 from .fork import Demultiplexer, Forker
@@ -32,16 +34,17 @@ Dataset = MapDataPipe  # torch-style names for user classes
 IterableDataset = IterDataPipe
 
 __all__ = [
-    "Batcher", "BatchSampler", "BucketBatcher", "collate_arrays", "Collator", "Concater",
-    "CSVParser", "Cycler", "DataLoader", "DataPipe", "Dataset", "default_collate",
+    "Batcher", "BatchSampler", "BucketBatcher", "ChainDataset", "collate_arrays", "Collator",
+    "ConcatDataset", "Concater", "CSVParser", "Cycler", "DataLoader", "DataPipe", "Dataset", "default_collate",
     "default_convert", "Demultiplexer", "DistributedSampler", "drain_skips", "Enumerator",
     "FileLister", "FileOpener", "Filter", "FlatMapper", "Forker", "get_pipe", "get_worker_info",
     "Grouper", "Header", "HttpReader", "InMemoryCacheHolder", "IterableDataset",
     "IterableWrapper", "IterDataPipe", "JsonLinesParser", "LineReader", "list_pipes",
     "MapBatcher", "MapConcater", "MapDataPipe", "MapMapper", "Mapper", "MapShuffler",
     "MapToIter", "MapZipper", "Multiplexer", "MultiplexerLongest", "PipeIter", "Prefetcher",
-    "Ragged", "RandomSampler", "register", "Rows2Columnar", "Sampler", "Saver",
+    "Ragged", "random_split", "RandomSampler", "register", "Rows2Columnar", "Sampler", "Saver",
     "SequenceWrapper", "SequentialSampler", "shared_empty", "ShardingFilter", "Shuffler",
-    "Skipped", "Stream", "SubsetRandomSampler", "TarArchiveLoader", "Unbatcher", "WebDataset",
+    "Skipped", "StackDataset", "Stream", "Subset", "SubsetRandomSampler", "TarArchiveLoader",
+    "TensorDataset", "Unbatcher", "WebDataset",
     "WeightedRandomSampler", "WorkerError", "WorkerInfo", "ZipArchiveLoader", "Zipper",
 ]

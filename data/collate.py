@@ -6,8 +6,9 @@ Tensors, Python/numpy numbers, strings and bytes. Arrays of one shape are stacke
 offsets)``: ``values`` the concatenation along the first axis, ``offsets`` the start of each
 sample (length ``batch + 1``), as in a CSR row pointer.
 
-Differences from ``torch.utils.data.default_collate``: Python floats become the default
-float dtype (float32) rather than float64; tuples stay tuples.
+Number dtypes follow torch: Python floats become float64, ints int64, bools bool (cast with
+``.float()`` for float32 models). Difference from ``torch.utils.data.default_collate``:
+tuples stay tuples (torch returns lists).
 
     >>> import numpy as np
     >>> from ember.data import default_collate
@@ -34,12 +35,6 @@ class Ragged(NamedTuple):
 
     values: Any
     offsets: Any
-
-
-def _default_float():
-    import ember
-
-    return ember.get_default_dtype()
 
 
 def shared_empty(shape, dtype=np.float32):
@@ -129,9 +124,9 @@ def collate_arrays(batch, *, ragged=False, alloc=_np_alloc):
     if isinstance(elem, int):
         return np.array(batch, dtype=np.int64)
     if isinstance(elem, float):
-        return np.array(batch, dtype=_default_float())
+        return np.array(batch, dtype=np.float64)
     if isinstance(elem, complex):
-        return np.array(batch, dtype=np.complex64)
+        return np.array(batch, dtype=np.complex128)
     if isinstance(elem, np.generic):
         return np.array(batch)
     if isinstance(elem, (str, bytes)) or elem is None:

@@ -211,8 +211,10 @@ class IterDataPipe(DataPipe):
     def __len__(self) -> int:
         raise TypeError(f"{type(self).__name__} has no length known before iterating")
 
-    def __add__(self, other):  # pipe + pipe: concat
-        return self.concat(other)
+    def __add__(self, other):  # pipe + pipe: one after the other (torch: a ChainDataset)
+        from .datasets import ChainDataset
+
+        return ChainDataset([self, other])
 
     # -- one method per functional name (see the registry) --------------------------------
     def map(self, fn: Callable, input_col=None, output_col=None, *,
@@ -388,8 +390,10 @@ class MapDataPipe(DataPipe):
     def __iter__(self) -> Iterator:
         return iter(self.to_iter())
 
-    def __add__(self, other):
-        return self.concat(other)
+    def __add__(self, other):  # torch: a ConcatDataset
+        from .datasets import ConcatDataset
+
+        return ConcatDataset([self, other])
 
     def map(self, fn: Callable) -> MapDataPipe:
         """``pipe.map(fn)[i] == fn(pipe[i])``."""

@@ -121,6 +121,10 @@ def _matmul_error(a, b, failed=True):
 def matmul(input, other):
     """Matrix product with PyTorch's rank rules: 1-D x 1-D is a dot product, a 1-D operand is
     promoted to a matrix and the added dim removed, leading (batch) dims broadcast."""
+    if input.is_sparse or other.is_sparse:
+        from ..sparse import mm as _sparse_mm
+
+        return _sparse_mm(input, other)
     a, b = input.array, other.array
     # float/int fast path: go straight to the BLAS-backed ``@``; checks only on failure
     if a.dtype is not b.dtype or a.ndim == 0 or b.ndim == 0 or a.dtype.kind == "b" or \
@@ -146,6 +150,10 @@ def matmul(input, other):
 
 
 def mm(input, mat2):
+    if input.is_sparse or mat2.is_sparse:
+        from ..sparse import mm as _sparse_mm
+
+        return _sparse_mm(input, mat2)
     if input.array.ndim != 2:
         raise _dim_error("mm", "mat1 (self)", 2, input)
     if mat2.array.ndim != 2:
@@ -690,6 +698,8 @@ class LinalgOps:
         return baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
     def __matmul__(self, other):
+        if getattr(other, "is_sparse", False):
+            return NotImplemented  # dense @ sparse: the sparse operand's __rmatmul__
         if not hasattr(other, "grad_fn"):
             other = to_tensor(other, self)
         return matmul(self, other)

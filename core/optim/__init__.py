@@ -23,8 +23,13 @@ from .radam import RAdam
 from .rmsprop import RMSprop
 from .adagrad import Adagrad
 from .sparse_adam import SparseAdam
+from .adadelta import Adadelta
+from .asgd import ASGD
+from .rprop import Rprop
+from .lbfgs import LBFGS
 from . import lr_scheduler
 from .._fused import num_threads, set_num_threads
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
-           "SparseAdam", "lr_scheduler", "required", "num_threads", "set_num_threads"]
+           "SparseAdam", "Adadelta", "ASGD", "Rprop", "LBFGS", "lr_scheduler", "required",
+           "num_threads", "set_num_threads"]

@@ -63,10 +63,16 @@ def test_matches_torch_on_nested_samples():
     assert ours["pt"].y.dtype == ember.bool
 
 
-def test_number_dtypes():
-    assert default_collate([1.5, 2.0]).dtype == ember.float32  # torch: float64 (documented)
-    assert default_collate([1, 2]).dtype == ember.int64
-    assert default_collate([np.float16(1), np.float16(2)]).dtype == ember.float16
+@pytest.mark.parametrize("batch", [[1.5, 2.0], [1, 2], [True, False],
+                                   [np.float16(1), np.float16(2)], [np.int32(1), np.int32(2)],
+                                   [np.float64(0.5), np.float64(1)], [np.bool_(True)]])
+def test_number_dtypes_match_torch(batch):
+    ours, theirs = default_collate(batch), torch_collate(batch)
+    assert str(ours.dtype) == str(theirs.dtype).replace("torch.", "")
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_number_dtypes_other_leaves():
     assert default_collate(["a", "b"]) == ["a", "b"]
     assert default_collate([b"a", b"b"]) == [b"a", b"b"]
 

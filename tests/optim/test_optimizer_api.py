@@ -160,7 +160,8 @@ MODULES = ["ember.optim", "ember._fused", "ember.optim.optimizer", "ember.optim.
            "ember.optim.adam", "ember.optim.adamw", "ember.optim.adamax", "ember.optim.nadam",
            "ember.optim.radam", "ember.optim.rmsprop", "ember.optim.adagrad",
            "ember.optim.sparse_adam", "ember.optim.lr_scheduler", "ember.optim._lr_cyclic",
-           "ember.optim._lr_compose", "ember.nn.utils.clip_grad",
+           "ember.optim._lr_compose", "ember.optim.adadelta", "ember.optim.asgd",
+           "ember.optim.rprop", "ember.optim.lbfgs", "ember.nn.utils.clip_grad",
            "ember.nn.utils.convert_parameters"]
 
 

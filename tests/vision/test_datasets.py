@@ -101,9 +101,16 @@ def test_cifar10_download_and_read(tmp_path, monkeypatch):
     want = expect["data_batch_2"][0][1].reshape(3, 32, 32).transpose(1, 2, 0)
     np.testing.assert_array_equal(np.asarray(img), want)
     assert label == expect["data_batch_2"][1][1]
+    # torchvision's layout: data a numpy uint8 array (N, 32, 32, 3) HWC, targets a list of ints
+    assert isinstance(ds.data, np.ndarray) and ds.data.dtype == np.uint8
+    assert ds.data.shape == (20, 32, 32, 3)
+    assert isinstance(ds.targets, list) and all(type(t) is int for t in ds.targets)
+    assert ds.targets[:4] == expect["data_batch_1"][1]
     test = D.CIFAR10(str(root), train=False, transform=T.ToTensor())
     x, y = test[0]
     assert x.shape == (3, 32, 32) and x.dtype == ember.float32 and len(test) == 4
+    assert repr(test).splitlines()[:4] == ["Dataset CIFAR10", "    Number of datapoints: 4",
+                                           f"    Root location: {root}", "    Split: Test"]
 
 
 def test_cifar100(tmp_path, monkeypatch):
@@ -154,7 +161,15 @@ def test_mnist_family_idx(tmp_path, cls, gz):
     assert len(ds) == 7 and isinstance(ds, MapDataPipe)
     img, y = ds[3]
     np.testing.assert_array_equal(np.asarray(img), imgs[3])
-    assert y == labels[3] and img.mode == "L"
+    assert y == labels[3] and type(y) is int and img.mode == "L"
+    # torchvision's layout: data a uint8 tensor (N, 28, 28), targets an int64 tensor (N,)
+    assert isinstance(ds.data, ember.Tensor) and ds.data.dtype == ember.uint8
+    assert tuple(ds.data.shape) == (7, 28, 28)
+    np.testing.assert_array_equal(ds.data.numpy(), imgs)
+    assert isinstance(ds.targets, ember.Tensor) and ds.targets.dtype == ember.int64
+    assert ds.targets.tolist() == labels.tolist()
+    assert repr(ds) == (f"Dataset {cls.__name__}\n    Number of datapoints: 7\n"
+                        f"    Root location: {tmp_path}\n    Split: Test")
     with pytest.raises(RuntimeError, match="download=True"):
         cls(str(tmp_path), train=True)
 
@@ -238,3 +253,32 @@ def test_mnist_download_from_mirror(tmp_path, monkeypatch):
     monkeypatch.setattr(D.MNIST, "resources", [(n, "0" * 32) for n, _ in resources])
     with pytest.raises(RuntimeError, match="md5"):
         D.MNIST(str(tmp_path / "root2"), train=True, download=True)
+
+
+class _Named:
+    def __init__(self, text):
+        self.text = text
+
+    def __call__(self, x):
+        return x
+
+    def __repr__(self):
+        return self.text
+
+
+def test_repr_like_torchvision(tmp_path):
+    _write_folder(tmp_path)
+    ds = D.ImageFolder(str(tmp_path))
+    assert repr(ds) == ("Dataset ImageFolder\n    Number of datapoints: 8\n"
+                        f"    Root location: {tmp_path}")
+    ds = D.ImageFolder(str(tmp_path), transform=_Named("Compose(\n    A()\n    B()\n)"),
+                       target_transform=_Named("Lambda()"))
+    assert repr(ds).splitlines() == [
+        "Dataset ImageFolder", "    Number of datapoints: 8", f"    Root location: {tmp_path}",
+        "    StandardTransform", "    Transform: Compose(", "                   A()",
+        "                   B()", "               )", "    Target transform: Lambda()"]
+    joint = D.DatasetFolder(str(tmp_path), loader=lambda p: p, extensions=(".png",),
+                            transform=None)
+    joint.transforms = _Named("Joint()")
+    assert repr(joint).splitlines()[-1] == "    Joint()"
+    assert repr(D.FakeData(size=3)) == "Dataset FakeData\n    Number of datapoints: 3"

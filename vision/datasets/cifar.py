@@ -35,7 +35,8 @@ def _latin1_bytes(text, encoding="latin1"):
     return text.encode("latin1")
 
 
-_ALLOWED = {("_codecs", "encode"): _latin1_bytes,("numpy.core.multiarray", "_reconstruct"): _reconstruct,
+_ALLOWED = {("_codecs", "encode"): _latin1_bytes,
+            ("numpy.core.multiarray", "_reconstruct"): _reconstruct,
             ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
             ("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): _dtype}
 
@@ -114,6 +115,9 @@ class CIFAR10(VisionDataset):
 
     def __len__(self):
         return len(self.data)
+
+    def extra_repr(self):
+        return f"Split: {'Train' if self.train is True else 'Test'}"
 
 
 class CIFAR100(CIFAR10):

@@ -1,6 +1,7 @@
 """MNIST, FashionMNIST and KMNIST from the idx files (plain or ``.gz``) in ``root/<Name>/raw``.
 
-Items are (PIL image "L" 28x28, int). ``read_idx(path)`` reads any idx file to a numpy array.
+Items are (PIL image "L" 28x28, int). As in torchvision, ``data`` is a uint8 Tensor (N, 28, 28)
+and ``targets`` an int64 Tensor (N,). ``read_idx(path)`` reads any idx file to a numpy array.
 """
 from __future__ import annotations
 
@@ -50,8 +51,14 @@ class MNIST(VisionDataset):
         if download:
             self.download()
         prefix = "train" if train else "t10k"
-        self.data = read_idx(self._find(f"{prefix}-images-idx3-ubyte"))
-        self.targets = read_idx(self._find(f"{prefix}-labels-idx1-ubyte")).astype(np.int64)
+        from ember import Tensor
+
+        self.data = Tensor._make(read_idx(self._find(f"{prefix}-images-idx3-ubyte")))
+        self.targets = Tensor._make(
+            read_idx(self._find(f"{prefix}-labels-idx1-ubyte")).astype(np.int64))
+        if self.data.dtype != np.uint8 or self.data.ndim != 3:
+            raise RuntimeError(f"{self.raw_folder}: expected uint8 images (N, H, W), got "
+                               f"{self.data.dtype} {tuple(self.data.shape)}")
         if len(self.data) != len(self.targets):
             raise RuntimeError(f"{self.raw_folder}: {len(self.data)} images but "
                                f"{len(self.targets)} labels")
@@ -87,7 +94,11 @@ class MNIST(VisionDataset):
 
     def __getitem__(self, index):
         from PIL import Image
-        return self._apply(Image.fromarray(self.data[index], mode="L"), int(self.targets[index]))
+        return self._apply(Image.fromarray(self.data.array[index]),
+                           int(self.targets.array[index]))
+
+    def extra_repr(self):
+        return f"Split: {'Train' if self.train is True else 'Test'}"
 
     def __len__(self):
         return len(self.data)

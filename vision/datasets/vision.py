@@ -29,6 +29,28 @@ class VisionDataset(MapDataPipe):
     def describe(self):
         return f"{type(self).__name__}(root={self.root!r}, len={len(self)})"
 
+    def extra_repr(self) -> str:
+        """Dataset-specific lines for ``repr`` (e.g. "Split: Train")."""
+        return ""
+
+    def _transforms_lines(self):
+        if self.transforms is not None:
+            return repr(self.transforms).splitlines()
+        if self.transform is None and self.target_transform is None:
+            return []
+        lines = ["StandardTransform"]  # torchvision's name for the transform pair
+        for head, t in (("Transform: ", self.transform),
+                        ("Target transform: ", self.target_transform)):
+            if t is not None:
+                body = repr(t).splitlines() or [""]
+                lines.append(head + body[0])
+                lines += [" " * len(head) + line for line in body[1:]]
+        return lines
+
     def __repr__(self):
-        return f"Dataset {type(self).__name__}\n    Number of datapoints: {len(self)}\n" \
-               f"    Root location: {self.root}"
+        body = [f"Number of datapoints: {len(self)}"]
+        if self.root is not None:
+            body.append(f"Root location: {self.root}")
+        body += self.extra_repr().splitlines()
+        body += self._transforms_lines()
+        return "\n".join([f"Dataset {type(self).__name__}"] + ["    " + line for line in body])

@@ -489,7 +489,11 @@ class Module(Convertible):
         return self.to(dst_type)
 
     def share_memory(self):
-        return self  # numpy arrays are shared with worker processes through the data loader
+        """Move every parameter, buffer and grad into shared memory, so processes started
+        through ``ember.multiprocessing`` update this same model (Hogwild). Returns self."""
+        from ...multiprocessing import share_memory
+
+        return share_memory(self)
 
     # ------------------------------------------------------------------ state dict
     def _save_to_state_dict(self, destination, prefix, keep_vars):
