@@ -1,9 +1,9 @@
 """ember.vision: models with the multi-weight API, transforms, image/video I/O, datasets, ops and
-utils. Submodules load on first use (``ember.vision.transforms``, ``.io``, ``.datasets``,
-``.models``, ``.ops``, ``.utils``)."""
+utils. Submodules load on first use (``ember.vision.transforms``, ``.tv_tensors``, ``.io``,
+``.datasets``, ``.models``, ``.ops``, ``.utils``)."""
 import importlib
 
-_SUBMODULES = ("datasets", "io", "models", "ops", "transforms", "utils")
+_SUBMODULES = ("datasets", "io", "models", "ops", "transforms", "tv_tensors", "utils")
 
 
 def __getattr__(name):

@@ -880,9 +880,14 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
 
 def xlogy(input, other):
+    """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is NaN). The gradient
+    for ``input`` is ``log(other)``, also where ``input == 0``, as torch's."""
+    from .index import where
+
     other = _other_tensor(input, other)
-    r = input * other.log()
-    return r.masked_fill(input == 0, 0.0)
+    # where input == 0 and log(other) is infinite, log(1) = 0 stands in: no 0 * inf = NaN
+    bad = (input == 0) & ((other == 0) | other.isinf())
+    return input * where(bad, 1.0, other).log()
 
 
 def hypot(input, other):
@@ -890,8 +895,9 @@ def hypot(input, other):
 
 
 def logaddexp(input, other):
-    m = maximum(input, other).detach()
-    return m + ((input - m).exp() + (other - m).exp()).log()
+    """``log(exp(input) + exp(other))`` as ``max + log1p(exp(-|input - other|))``: exact in
+    the tails, where the smaller term is below the larger one's rounding."""
+    return maximum(input, other) + (-(input - other).abs()).exp().log1p()
 
 
 def where_scalar_safe(cond, x, y):  # used by tests of numerics

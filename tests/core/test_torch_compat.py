@@ -191,3 +191,57 @@ def test_torch_module_paths_and_noops():
     assert ember.utils.data.DataLoader is ember.data.DataLoader
     lstm = nn.LSTM(2, 3)
     assert lstm.flatten_parameters() is None
+
+
+def test_meshgrid_matches_torch():
+    for indexing in ("ij", "xy"):
+        a = ember.arange(3.0, requires_grad=True)
+        ta = torch.arange(3.0, requires_grad=True)
+        e = ember.meshgrid(a, ember.arange(4.0), ember.arange(2.0), indexing=indexing)
+        t = torch.meshgrid(ta, torch.arange(4.0), torch.arange(2.0), indexing=indexing)
+        for x, y in zip(e, t):
+            np.testing.assert_array_equal(x.detach().numpy(), y.detach().numpy())
+        (e[0] * e[1]).sum().backward()
+        (t[0] * t[1]).sum().backward()
+        np.testing.assert_array_equal(a.grad.numpy(), ta.grad.numpy())
+
+
+def test_xlogy_and_logaddexp_gradients_match_torch():
+    for lib in (ember, torch):
+        x = lib.tensor([0.0, 0.0, 1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        y = lib.tensor([2.0, 0.0, 0.5, 3.0], dtype=lib.float64, requires_grad=True)
+        lib.xlogy(x, y).sum().backward()
+        a = lib.tensor([0.0, 1.0, -3.0], dtype=lib.float64, requires_grad=True)
+        b = lib.tensor([-30.0, 1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        r = lib.logaddexp(a, b)
+        r.sum().backward()
+        if lib is ember:
+            ex, er, ea = x.grad.numpy(), r.detach().numpy(), a.grad.numpy()
+        else:
+            np.testing.assert_allclose(ex, x.grad.numpy(), rtol=1e-12)
+            np.testing.assert_allclose(er, r.detach().numpy(), rtol=1e-12)
+            np.testing.assert_allclose(ea, a.grad.numpy(), rtol=1e-12)
+
+
+def test_load_state_dict_leaves_the_callers_dict_alone():
+    m = nn.Linear(2, 2)
+    sd = m.state_dict()
+    keys = list(sd)
+
+    class Renaming(nn.Linear):
+        def _load_from_state_dict(self, state_dict, prefix, *args):
+            state_dict[prefix + "weight"] = state_dict.pop(prefix + "weight")
+            state_dict["junk"] = 1
+            super()._load_from_state_dict(state_dict, prefix, *args)
+
+    Renaming(2, 2).load_state_dict(sd, strict=False)
+    assert list(sd) == keys
+
+
+def test_module_list_repr_folds_repeats_like_torch():
+    for lib in (ember, torch):
+        m = lib.nn.ModuleList([lib.nn.Linear(2, 2) for _ in range(3)] + [lib.nn.ReLU()])
+        if lib is ember:
+            er = repr(m)
+        else:
+            assert er == repr(m)

@@ -1,7 +1,9 @@
-"""Geometric image kernels: resize, crop, flip, pad, affine/rotate, perspective.
+"""Geometric image kernels: resize, crop, flip, pad, affine/rotate, perspective, elastic.
 
 Each takes a PIL image or a (..., C, H, W) tensor and returns the same kind. PIL inputs go
-through Pillow's own filters, so tensor resizes (antialiased, as Pillow does) match them.
+through Pillow's own ``resize``/``transform``/``rotate``, so tensor resizes (antialiased, as
+Pillow does) match them. Tensor warps build torchvision's sampling grid and go through
+``grid_sample`` (zero padding, a sampled mask for ``fill``), so they match torchvision's.
 """
 from __future__ import annotations
 
@@ -19,7 +21,15 @@ from ._image import (InterpolationMode, _pil_filter, _PIL, as_float, as_mode, ba
 # ----------------------------------------------------------------------------------- resize
 
 def output_size(h, w, size, max_size=None):
-    """The (H, W) after ``resize(size)``: an int (or 1-list) sets the shorter side."""
+    """The (H, W) after ``resize(size)``: an int (or 1-list) sets the shorter side; ``None``
+    with ``max_size`` sets the longer one."""
+    short, long_ = (w, h) if w <= h else (h, w)
+    if size is None:
+        if not isinstance(max_size, int):
+            raise ValueError(f"max_size must be an integer when size is None, but got {max_size} "
+                             "instead.")
+        new_short, new_long = int(max_size * short / long_), max_size
+        return (new_long, new_short) if w <= h else (new_short, new_long)
     if isinstance(size, numbers.Number):
         size = [int(size)]
     size = list(size)
@@ -30,7 +40,6 @@ def output_size(h, w, size, max_size=None):
         return int(size[0]), int(size[1])
     if len(size) != 1:
         raise ValueError(f"size must be an int or a sequence of 1 or 2 ints, got {size}")
-    short, long_ = (w, h) if w <= h else (h, w)
     new_short = int(size[0])
     new_long = int(new_short * long_ / short)
     if max_size is not None:
@@ -205,149 +214,310 @@ def pad(img, padding, fill=0, padding_mode="constant"):
 
 
 # ------------------------------------------------------------------------------ affine warps
+#
+# Conventions (torchvision's): ``affine`` turns by ``angle`` degrees clockwise on screen (y down),
+# ``rotate`` counter-clockwise (it is ``affine`` with ``-angle``). Pixel (i, j) covers
+# [j, j + 1) x [i, i + 1); the default centre is (w / 2, h / 2).
+
+def _rss(angle, shear):
+    """[[a, b], [c, d]] = R(angle) SHy(shear_y) SHx(shear_x) (determinant 1)."""
+    rot = math.radians(angle)
+    sx, sy = math.radians(shear[0]), math.radians(shear[1])
+    tan_sx = math.tan(sx)
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -(a * tan_sx + math.sin(rot))
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = math.cos(rot) - c * tan_sx
+    return a, b, c, d
+
 
 def affine_matrix(center, angle, translate, scale, shear) -> np.ndarray:
-    """The 3x3 forward map (pixel coords, y down) of a rotation by ``angle`` degrees
-    counter-clockwise about ``center``, then ``scale``, ``shear`` (x, y degrees) and ``translate``."""
+    """The 3x3 forward map ``p -> T C RSS C^-1 p`` of ``affine``: about ``center`` (x, y), turn by
+    ``angle`` degrees (clockwise on screen), ``scale``, shear by ``shear`` = (x, y) degrees, then
+    shift by ``translate`` (x, y). RSS is R(angle) S(scale) SHy(shear_y) SHx(shear_x)."""
+    a, b, c, d = _rss(angle, shear)
     cx, cy = center
-    a = math.radians(angle)
-    sx, sy = (math.radians(s) for s in shear)
-    rot = np.array([[math.cos(a), math.sin(a), 0], [-math.sin(a), math.cos(a), 0], [0, 0, 1]])
-    sh = np.array([[1, -math.tan(sx), 0], [-math.tan(sy), 1, 0], [0, 0, 1]])
-    sc = np.diag([scale, scale, 1.0])
-    to_c = np.array([[1, 0, -cx], [0, 1, -cy], [0, 0, 1]], dtype=np.float64)
-    back = np.array([[1, 0, cx + translate[0]], [0, 1, cy + translate[1]], [0, 0, 1]],
-                    dtype=np.float64)
-    return back @ rot @ sh @ sc @ to_c
+    ctx, cty = cx + translate[0], cy + translate[1]
+    m = [a * scale, b * scale, 0.0, c * scale, d * scale, 0.0]
+    m[2] += ctx - m[0] * cx - m[1] * cy
+    m[5] += cty - m[3] * cx - m[4] * cy
+    return np.array([m[:3], m[3:], [0.0, 0.0, 1.0]])
+
+
+def inverse_affine(center, angle, translate, scale, shear) -> list:
+    """The 6 coefficients (output -> input) of the inverse of ``affine_matrix``, as Pillow's
+    ``Image.transform(AFFINE)`` takes them."""
+    a, b, c, d = _rss(angle, shear)
+    cx, cy = center
+    ctx, cty = cx + translate[0], cy + translate[1]
+    m = [d / scale, -b / scale, 0.0, -c / scale, a / scale, 0.0]
+    m[2] += cx - m[0] * ctx - m[1] * cty
+    m[5] += cy - m[3] * ctx - m[4] * cty
+    return m
+
+
+def affine_output_size(inv, w, h):
+    """(W, H) of the canvas that holds a ``w x h`` image warped by the inverse coefficients
+    ``inv`` about its centre: ceil(max) - floor(min) of the corners, in float32 with the
+    coordinates truncated to 1e-4 first (so 1e-15 of rounding does not add a pixel)."""
+    f = np.float32
+    hw, hh = f(0.5 * w), f(0.5 * h)
+    pts = np.array([[-hw, -hh, 1], [-hw, hh, 1], [hw, hh, 1], [hw, -hh, 1]], dtype=f)
+    new = pts @ np.asarray(inv, dtype=f).reshape(2, 3).T
+    lo, hi = new.min(0) + np.array([hw, hh], f), new.max(0) + np.array([hw, hh], f)
+    tol = f(1e-4)
+    inv_tol = f(1.0) / tol
+    cmax = np.ceil(np.trunc(hi * inv_tol) * tol)
+    cmin = np.floor(np.trunc(lo * inv_tol) * tol)
+    size = cmax - cmin
+    return int(size[0]), int(size[1])
 
 
 def _fill_values(fill, c):
     if fill is None:
-        return [0.0] * c
+        return None
     if isinstance(fill, numbers.Number):
-        return [float(fill)] * c
+        return [float(fill)]
     fill = [float(v) for v in fill]
-    if len(fill) == 1:
-        return fill * c
-    if len(fill) != c:
-        raise ValueError(f"fill should have 1 or {c} values for a {c}-channel image, got {fill}")
+    if len(fill) not in (1, c):
+        raise ValueError(f"The number of elements in 'fill' cannot broadcast to match the number "
+                         f"of channels of the image ({len(fill)} != {c})")
     return fill
 
 
-def warp(img, matrix, out_hw=None, interpolation=InterpolationMode.NEAREST, fill=None):
-    """Warp by the 3x3 forward map ``matrix`` (projective): output pixel p samples the input at
-    ``inv(matrix) @ p`` (pixel centres at +0.5, as Pillow does). Nearest or bilinear."""
-    check_image(img)
+def _pil_fill(fill, img):
+    """Pillow's ``fillcolor`` from ``fill`` (None -> 0; ints unless the image is float)."""
+    c = len(img.getbands())
+    fill = 0 if fill is None else fill
+    if isinstance(fill, (list, tuple)):
+        fill = list(fill)
+        if len(fill) == 1:
+            fill = fill * c
+        elif len(fill) != c:
+            raise ValueError(f"The number of elements in 'fill' does not match the number of "
+                             f"channels of the image ({len(fill)} != {c})")
+        fill = tuple(fill) if c > 1 else fill[0]
+    elif c > 1:
+        fill = (fill,) * c
+    if img.mode != "F":
+        fill = tuple(int(v) for v in fill) if isinstance(fill, tuple) else int(fill)
+    return fill
+
+
+def _pil_resample(mode):
+    if mode not in (InterpolationMode.NEAREST, InterpolationMode.BILINEAR,
+                    InterpolationMode.BICUBIC):
+        raise ValueError(f"interpolation {mode.value} is not supported for warps")
+    return _pil_filter(mode)
+
+
+def apply_grid(img, grid, interpolation, fill):
+    """Sample a tensor image (..., C, H, W) at ``grid`` (oh, ow, 2) of normalised [-1, 1]
+    (x, y) coordinates (``grid_sample`` with zero padding, align_corners=False). With a
+    ``fill`` the outside is marked by a sampled ones-channel: nearest takes ``fill`` where that
+    mask is below 0.5, bilinear blends ``(out - fill) * mask + fill``. Integer images are
+    rounded back."""
     mode = as_mode(interpolation)
-    h, w = get_size(img)
-    oh, ow = out_hw or (h, w)
-    inv = np.linalg.inv(np.asarray(matrix, dtype=np.float64))
-    inv = inv / inv[2, 2]
-    if is_pil(img):
-        if mode not in (InterpolationMode.NEAREST, InterpolationMode.BILINEAR,
-                        InterpolationMode.BICUBIC):
-            raise ValueError(f"interpolation {mode.value} is not supported for warps")
-        c = len(img.getbands())
-        fv = _fill_values(fill, c)
-        fillcolor = tuple(int(v) for v in fv) if c > 1 else int(fv[0])
-        proj = not np.allclose(inv[2, :2], 0)
-        kind = _PIL.Transform.PERSPECTIVE if proj else _PIL.Transform.AFFINE
-        coeffs = inv.reshape(-1)[:8] if proj else inv[:2].reshape(-1)
-        return img.transform((ow, oh), kind, tuple(float(v) for v in coeffs),
-                             _pil_filter(mode), fillcolor=fillcolor)
+    if mode not in (InterpolationMode.NEAREST, InterpolationMode.BILINEAR):
+        raise ValueError(f"Interpolation mode '{mode.value}' is unsupported with Tensor input")
+    name = "nearest" if mode == InterpolationMode.NEAREST else "bilinear"
 
     def run(a):
         xp = xp_of(a)
-        c = a.shape[-3]
-        ys, xs = np.meshgrid(np.arange(oh, dtype=np.float64) + 0.5,
-                             np.arange(ow, dtype=np.float64) + 0.5, indexing="ij")
-        den = inv[2, 0] * xs + inv[2, 1] * ys + inv[2, 2]
-        sx = (inv[0, 0] * xs + inv[0, 1] * ys + inv[0, 2]) / den
-        sy = (inv[1, 0] * xs + inv[1, 1] * ys + inv[1, 2]) / den
-        fv = xp.asarray(np.asarray(_fill_values(fill, c), dtype=np.float32).reshape(-1, 1, 1))
-        x = as_float(a)
-        if mode in (InterpolationMode.NEAREST, InterpolationMode.NEAREST_EXACT):
-            ix, iy = np.floor(sx).astype(np.int64), np.floor(sy).astype(np.int64)
-            ok = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
-            ix, iy = np.clip(ix, 0, w - 1), np.clip(iy, 0, h - 1)
-            out = x[..., xp.asarray(iy), xp.asarray(ix)]
-            out = xp.where(xp.asarray(ok), out, fv.astype(out.dtype))
-        elif mode == InterpolationMode.BILINEAR:
-            fx, fy = sx - 0.5, sy - 0.5
-            x0, y0 = np.floor(fx).astype(np.int64), np.floor(fy).astype(np.int64)
-            wx, wy = (fx - x0).astype(np.float32), (fy - y0).astype(np.float32)
-            # pad one pixel of fill so taps outside blend towards the fill colour, as Pillow does
-            pad_ = xp.broadcast_to(fv.astype(x.dtype), x.shape[:-2] + (1, 1))
-            big = xp.concatenate([xp.broadcast_to(pad_, x.shape[:-2] + (1, w)), x,
-                                  xp.broadcast_to(pad_, x.shape[:-2] + (1, w))], axis=-2)
-            col = xp.broadcast_to(pad_, big.shape[:-1] + (1,))
-            big = xp.concatenate([col, big, col], axis=-1)
-            out = 0
-            for dy, wy_ in ((0, 1 - wy), (1, wy)):
-                for dx, wx_ in ((0, 1 - wx), (1, wx)):
-                    iy = np.clip(y0 + dy + 1, 0, h + 1)
-                    ix = np.clip(x0 + dx + 1, 0, w + 1)
-                    out = out + big[..., xp.asarray(iy), xp.asarray(ix)] * xp.asarray(wy_ * wx_)
-            inside = (fx > -1) & (fx < w) & (fy > -1) & (fy < h)
-            out = xp.where(xp.asarray(inside), out, fv.astype(out.dtype))
-        else:
-            raise ValueError(f"tensor warps support nearest and bilinear, got {mode.value}")
-        return back_to(out, a.dtype)
+        c, h, w = a.shape[-3:]
+        oh, ow = grid.shape[:2]
+        x = a.reshape((-1, c, h, w))
+        dt = a.dtype if a.dtype.kind == "f" else np.dtype(np.float32)
+        fv = _fill_values(fill, c)
+        xf = x.astype(dt, copy=False)
+        n = xf.shape[0]
+        if fv is not None:
+            xf = xp.concatenate([xf, xp.ones((n, 1, h, w), dt)], axis=1)
+        if n == 0:
+            return xp.zeros(a.shape[:-2] + (oh, ow), a.dtype)
+        g = xp.broadcast_to(xp.asarray(grid.astype(dt, copy=False)), (n, oh, ow, 2))
+        out = F.grid_sample(wrap(xp.ascontiguousarray(xf)), wrap(xp.ascontiguousarray(g)),
+                            mode=name, padding_mode="zeros", align_corners=False).array
+        if fv is not None:
+            out, m = out[:, :-1], out[:, -1:]
+            fa = xp.asarray(np.asarray(fv, dtype=dt).reshape(1, -1, 1, 1))
+            if name == "nearest":
+                out = xp.where(m < 0.5, fa, out)
+            else:
+                out = (out - fa) * m + fa
+        if a.dtype.kind != "f":
+            out = xp.round(out)
+        return out.astype(a.dtype, copy=False).reshape(a.shape[:-2] + (oh, ow))
     return via_array(img, run)
+
+
+def _affine_grid(inv, w, h, ow, oh, dtype=np.float32):
+    """torchvision's affine grid: output pixel centres about the output centre, mapped by the
+    inverse coefficients ``inv`` and normalised by the input half-size."""
+    dt = np.dtype(dtype)
+    xs = np.linspace((1.0 - ow) * 0.5, (ow - 1.0) * 0.5, ow).astype(dt)
+    ys = np.linspace((1.0 - oh) * 0.5, (oh - 1.0) * 0.5, oh).astype(dt)
+    base = np.empty((oh, ow, 3), dt)
+    base[..., 0] = xs[None, :]
+    base[..., 1] = ys[:, None]
+    base[..., 2] = 1
+    theta = np.asarray(inv, dtype=dt).reshape(2, 3).T / np.array([0.5 * w, 0.5 * h], dt)
+    return base.reshape(-1, 3) @ theta.astype(dt)
+
+
+def _work_dtype(img):
+    if is_pil(img):
+        return np.float32
+    dt = img.array.dtype
+    return dt if dt.kind == "f" else np.float32
+
+
+def _centre_offset(center, w, h):
+    """A user centre in pixels -> relative to the image centre (tensor kernels work there)."""
+    return [0.0, 0.0] if center is None else [float(c) - s * 0.5 for c, s in zip(center, (w, h))]
 
 
 def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST,
            fill=None, center=None):
-    """Rotate (degrees, counter-clockwise), translate (px), scale and shear (degrees) about
-    ``center`` (default: the image centre); the output keeps the input size."""
+    """Turn by ``angle`` degrees (clockwise, as torchvision's ``affine``), shift by
+    ``translate`` (px), ``scale`` and shear by ``shear`` (degrees, x and y) about ``center``
+    (default: the image centre); the output keeps the input size."""
+    check_image(img)
+    mode = as_mode(interpolation)
     h, w = get_size(img)
-    if isinstance(shear, numbers.Number):
-        shear = [shear, 0.0]
-    shear = list(shear) + [0.0] * (2 - len(list(shear)))
+    shear = parse_shear(shear)
+    translate = [float(t) for t in translate]
     if scale <= 0:
         raise ValueError(f"scale must be positive, got {scale}")
-    c = (w * 0.5, h * 0.5) if center is None else center
-    m = affine_matrix(c, angle, translate, scale, shear)
-    return warp(img, m, None, interpolation, fill)
+    if is_pil(img):
+        c = [w * 0.5, h * 0.5] if center is None else list(center)
+        inv = inverse_affine(c, angle, translate, scale, shear)
+        return img.transform((w, h), _PIL.Transform.AFFINE, inv, _pil_resample(mode),
+                             fillcolor=_pil_fill(fill, img))
+    inv = inverse_affine(_centre_offset(center, w, h), angle, translate, scale, shear)
+    dt = _work_dtype(img)
+    grid = _affine_grid(inv, w, h, w, h, dt).reshape(h, w, 2)
+    return apply_grid(img, grid, mode, fill)
 
 
-def rotation_matrix_and_size(h, w, angle, expand=False, center=None):
-    c = (w * 0.5, h * 0.5) if center is None else center
-    m = affine_matrix(c, angle, (0, 0), 1.0, (0, 0))
-    if not expand:
-        return m, (h, w)
-    pts = np.array([[0, 0, 1], [w, 0, 1], [0, h, 1], [w, h, 1]], dtype=np.float64).T
-    q = m @ pts
-    nw = int(math.ceil(q[0].max() - q[0].min() - 1e-4))
-    nh = int(math.ceil(q[1].max() - q[1].min() - 1e-4))
-    shift = np.array([[1, 0, (nw - w) * 0.5], [0, 1, (nh - h) * 0.5], [0, 0, 1]])
-    return shift @ m, (nh, nw)
+def parse_shear(shear):
+    if isinstance(shear, numbers.Number):
+        return [float(shear), 0.0]
+    shear = [float(s) for s in shear]
+    if len(shear) == 1:
+        return [shear[0], 0.0]
+    if len(shear) != 2:
+        raise ValueError(f"Shear should be a sequence containing two values, got {shear}")
+    return shear
 
 
 def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, center=None,
            fill=None):
-    """Rotate by ``angle`` degrees counter-clockwise; ``expand`` grows the canvas to fit.
+    """Rotate by ``angle`` degrees counter-clockwise; ``expand`` grows the canvas to hold the
+    whole result (Pillow's rule: ceil(max) - floor(min) of the turned corners).
 
         >>> rotate(ember.zeros(1, 4, 6), 90, expand=True).shape
         (1, 6, 4)
     """
+    check_image(img)
+    mode = as_mode(interpolation)
+    if is_pil(img):
+        return img.rotate(angle, _pil_resample(mode), expand, center,
+                          fillcolor=_pil_fill(fill, img))
     h, w = get_size(img)
-    m, size = rotation_matrix_and_size(h, w, angle, expand, center)
-    return warp(img, m, size, interpolation, fill)
+    a = angle % 360
+    if center is None:      # exact quarter turns are index shuffles
+        if a == 0:
+            return via_array(img, lambda x: x.copy())
+        if a == 180:
+            return via_array(img, lambda x: x[..., ::-1, ::-1].copy())
+        if expand or h == w:
+            if a == 90:
+                return via_array(img, lambda x: xp_of(x).ascontiguousarray(
+                    xp_of(x).rot90(x, 1, axes=(-2, -1))))
+            if a == 270:
+                return via_array(img, lambda x: xp_of(x).ascontiguousarray(
+                    xp_of(x).rot90(x, 3, axes=(-2, -1))))
+    inv = inverse_affine(_centre_offset(center, w, h), -a, [0.0, 0.0], 1.0, [0.0, 0.0])
+    ow, oh = affine_output_size(inv, w, h) if expand else (w, h)
+    grid = _affine_grid(inv, w, h, ow, oh, _work_dtype(img)).reshape(oh, ow, 2)
+    return apply_grid(img, grid, mode, fill)
 
 
-def perspective_matrix(startpoints, endpoints) -> np.ndarray:
-    """The 3x3 homography mapping the 4 ``startpoints`` [x, y] onto ``endpoints``."""
-    a, b = [], []
-    for (x, y), (u, v) in zip(startpoints, endpoints):
-        a.append([x, y, 1, 0, 0, 0, -u * x, -u * y])
-        a.append([0, 0, 0, x, y, 1, -v * x, -v * y])
-        b += [u, v]
-    sol = np.linalg.solve(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
-    return np.append(sol, 1.0).reshape(3, 3)
+def perspective_coefficients(startpoints, endpoints) -> list:
+    """The 8 coefficients (output -> input, Pillow's PERSPECTIVE) that move the 4 corners
+    ``startpoints`` [x, y] onto ``endpoints``: a least-squares solve in float64."""
+    a = np.zeros((8, 8), np.float64)
+    b = np.zeros(8, np.float64)
+    for i, ((sx, sy), (ex, ey)) in enumerate(zip(startpoints, endpoints)):
+        a[2 * i] = [ex, ey, 1, 0, 0, 0, -sx * ex, -sx * ey]
+        a[2 * i + 1] = [0, 0, 0, ex, ey, 1, -sy * ex, -sy * ey]
+        b[2 * i], b[2 * i + 1] = sx, sy
+    sol = np.linalg.lstsq(a, b, rcond=None)[0]
+    return [float(v) for v in sol.astype(np.float32)]
 
 
-def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR, fill=None):
-    """Warp so that the 4 corners ``startpoints`` land on ``endpoints`` ([x, y] each)."""
-    return warp(img, perspective_matrix(startpoints, endpoints), None, interpolation, fill)
+def _perspective_coeffs(startpoints, endpoints, coefficients):
+    if coefficients is not None:
+        if startpoints is not None and endpoints is not None:
+            raise ValueError("The startpoints/endpoints and the coefficients shouldn't be "
+                             "defined concurrently.")
+        if len(coefficients) != 8:
+            raise ValueError("Argument coefficients should have 8 float values")
+        return [float(c) for c in coefficients]
+    if startpoints is None or endpoints is None:
+        raise ValueError("Either the startpoints/endpoints or the coefficients must have non "
+                         "`None` values.")
+    return perspective_coefficients(startpoints, endpoints)
 
+
+def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR, fill=None,
+                coefficients=None):
+    """Warp so that the 4 corners ``startpoints`` land on ``endpoints`` ([x, y] each), or by
+    the 8 output -> input ``coefficients``."""
+    check_image(img)
+    mode = as_mode(interpolation)
+    co = _perspective_coeffs(startpoints, endpoints, coefficients)
+    h, w = get_size(img)
+    if is_pil(img):
+        return img.transform((w, h), _PIL.Transform.PERSPECTIVE, co, _pil_resample(mode),
+                             fillcolor=_pil_fill(fill, img))
+    dt = np.dtype(_work_dtype(img))
+    xs = np.linspace(0.5, w - 0.5, w).astype(dt)
+    ys = np.linspace(0.5, h - 0.5, h).astype(dt)
+    base = np.empty((h, w, 3), dt)
+    base[..., 0], base[..., 1], base[..., 2] = xs[None, :], ys[:, None], 1
+    base = base.reshape(-1, 3)
+    t1 = (np.array([co[0:3], co[3:6]], dt).T / np.array([0.5 * w, 0.5 * h], dt)).astype(dt)
+    t2 = np.array([[co[6], co[7], 1.0], [co[6], co[7], 1.0]], dt).T
+    grid = (base @ t1) / (base @ t2) - dt.type(1.0)
+    return apply_grid(img, grid.reshape(h, w, 2), mode, fill)
+
+
+def identity_grid(h, w, dtype=np.float32):
+    """(1, h, w, 2) normalised coordinates of the pixel centres (align_corners=False)."""
+    dt = np.dtype(dtype)
+    g = np.empty((1, h, w, 2), dt)
+    g[..., 0] = np.linspace((-w + 1) / w, (w - 1) / w, w).astype(dt)[None, :]
+    g[..., 1] = np.linspace((-h + 1) / h, (h - 1) / h, h).astype(dt)[:, None]
+    return g
+
+
+def elastic(img, displacement, interpolation=InterpolationMode.BILINEAR, fill=None):
+    """Sample each output pixel at its own position plus ``displacement`` (1, H, W, 2) in
+    normalised [-1, 1] units (x, y)."""
+    check_image(img)
+    h, w = get_size(img)
+    d = displacement.array if hasattr(displacement, "array") else np.asarray(displacement)
+    d = np.asarray(d.get() if hasattr(d, "get") else d)
+    if tuple(d.shape) != (1, h, w, 2):
+        raise ValueError(f"Argument displacement shape should be {(1, h, w, 2)}, but given "
+                         f"{tuple(d.shape)}")
+    if is_pil(img):
+        mode_ = img.mode
+        from ._image import array_to_pil, pil_to_array
+        out = elastic(wrap(pil_to_array(img)), displacement, interpolation, fill)
+        return array_to_pil(np.asarray(out.array), mode_)
+    dt = np.dtype(_work_dtype(img))
+    grid = identity_grid(h, w, dt) + d.astype(dt)
+    return apply_grid(img, grid[0], interpolation, fill)

@@ -159,7 +159,8 @@ def back_to(a, dtype):
 
 
 def via_array(img, fn):
-    """Run ``fn(array (..., C, H, W)) -> array`` on a PIL image or tensor, returning the same kind."""
+    """Run ``fn(array (..., C, H, W)) -> array`` on a PIL image or tensor, returning the same
+    kind (typed ``Image``/``Video`` parts keep their type)."""
     if is_pil(img):
         mode = img.mode
         out = fn(pil_to_array(img))
@@ -172,6 +173,8 @@ def via_array(img, fn):
     out = fn(a)
     if squeeze:
         out = out[0]
+    if type(img) is not Tensor and hasattr(type(img), "wrap") and not type(img)._meta:
+        return type(img).wrap(wrap(out), like=img)     # an Image stays an Image, a Video a Video
     return wrap(out)
 
 

@@ -14,10 +14,12 @@ import numbers
 import ember
 from ember._tensor import Tensor
 
+import numpy as np
+
 from . import functional as F
-from ._base import Transform, first_image, is_image_like
-from ._geometry import _pair
-from ._image import InterpolationMode, as_mode, is_pil
+from ._base import Transform, fill_for, first_image, is_image_like, query_size
+from ._geometry import _pair, parse_padding
+from ._image import InterpolationMode, as_mode, get_dimensions, is_pil, rng
 from .parts import Image, Video
 
 
@@ -58,7 +60,7 @@ class _ImageOnly(Transform):
             return inpt
         out = self.image(inpt, params)
         if isinstance(inpt, (Image, Video)) and isinstance(out, Tensor) and type(out) is Tensor:
-            out = type(inpt)(out)
+            out = type(inpt).wrap(out, like=inpt)
         return out
 
     def image(self, img, params):
@@ -143,7 +145,7 @@ class Pad(Transform):
         self.padding, self.fill, self.padding_mode = padding, fill, padding_mode
 
     def transform(self, inpt, params):
-        return F.pad(inpt, self.padding, self.fill, self.padding_mode)
+        return F.pad(inpt, self.padding, fill_for(self.fill, inpt), self.padding_mode)
 
 
 class RandomCrop(Transform):
@@ -154,12 +156,15 @@ class RandomCrop(Transform):
         self.padding, self.pad_if_needed = padding, pad_if_needed
         self.fill, self.padding_mode = fill, padding_mode
 
+    @staticmethod
+    def get_params(img, output_size):
+        """(top, left, height, width) of a random ``output_size`` window of ``img``."""
+        _, h, w = get_dimensions(img)
+        return _crop_window(rng(), h, w, _pair(output_size))
+
     def make_params(self, parts):
-        h, w = F.canvas_size(first_image(parts))
-        pad = [0, 0, 0, 0]
-        if self.padding is not None:
-            from ._geometry import parse_padding
-            pad = list(parse_padding(self.padding))
+        h, w = query_size(parts)
+        pad = list(parse_padding(self.padding)) if self.padding is not None else [0, 0, 0, 0]
         th, tw = self.size
         H, W = h + pad[1] + pad[3], w + pad[0] + pad[2]
         if self.pad_if_needed and W < tw:
@@ -172,17 +177,22 @@ class RandomCrop(Transform):
             pad[1] += d
             pad[3] += d
             H += 2 * d
-        if H < th or W < tw:
-            raise ValueError(f"Required crop size {(th, tw)} is larger than input image size "
-                             f"{(H, W)}")
-        g = self._rng()
-        return {"pad": pad, "top": int(g.integers(0, H - th + 1)),
-                "left": int(g.integers(0, W - tw + 1))}
+        top, left, _, _ = _crop_window(self._rng(), H, W, self.size)
+        return {"pad": pad, "top": top, "left": left}
 
     def transform(self, inpt, params):
         if any(params["pad"]):
-            inpt = F.pad(inpt, params["pad"], self.fill, self.padding_mode)
+            inpt = F.pad(inpt, params["pad"], fill_for(self.fill, inpt), self.padding_mode)
         return F.crop(inpt, params["top"], params["left"], *self.size)
+
+
+def _crop_window(g, h, w, size):
+    th, tw = size
+    if h < th or w < tw:
+        raise ValueError(f"Required crop size {(th, tw)} is larger than input image size {(h, w)}")
+    if (h, w) == (th, tw):
+        return 0, 0, h, w
+    return int(g.integers(0, h - th + 1)), int(g.integers(0, w - tw + 1)), th, tw
 
 
 class RandomResizedCrop(Transform):
@@ -196,30 +206,44 @@ class RandomResizedCrop(Transform):
         self.scale, self.ratio = scale, ratio
         self.interpolation, self.antialias = as_mode(interpolation), antialias
 
+    @staticmethod
+    def get_params(img, scale, ratio):
+        """(top, left, height, width) of a random window of ``img`` with area fraction in
+        ``scale`` and aspect ratio in ``ratio``."""
+        _, h, w = get_dimensions(img)
+        return _resized_crop_window(rng(), h, w, scale, ratio)
+
     def make_params(self, parts):
-        h, w = F.canvas_size(first_image(parts))
-        g = self._rng()
-        area = h * w
-        lr = (math.log(self.ratio[0]), math.log(self.ratio[1]))
-        for _ in range(10):
-            target = area * g.uniform(self.scale[0], self.scale[1])
-            ar = math.exp(g.uniform(lr[0], lr[1]))
-            cw, ch = int(round(math.sqrt(target * ar))), int(round(math.sqrt(target / ar)))
-            if 0 < cw <= w and 0 < ch <= h:
-                return {"box": (int(g.integers(0, h - ch + 1)), int(g.integers(0, w - cw + 1)),
-                                ch, cw)}
-        in_ratio = w / h
-        if in_ratio < self.ratio[0]:
-            cw, ch = w, int(round(w / self.ratio[0]))
-        elif in_ratio > self.ratio[1]:
-            ch, cw = h, int(round(h * self.ratio[1]))
-        else:
-            cw, ch = w, h
-        return {"box": ((h - ch) // 2, (w - cw) // 2, ch, cw)}
+        h, w = query_size(parts)
+        return {"box": _resized_crop_window(self._rng(), h, w, self.scale, self.ratio)}
 
     def transform(self, inpt, params):
         return F.resized_crop(inpt, *params["box"], self.size, self.interpolation,
                               self.antialias)
+
+
+def _u32(g, lo, hi):
+    """A uniform draw rounded to float32, as torch's ``empty(1).uniform_(lo, hi)`` gives."""
+    return float(np.float32(g.uniform(float(lo), float(hi))))
+
+
+def _resized_crop_window(g, h, w, scale, ratio):
+    area = h * w
+    lr = (math.log(ratio[0]), math.log(ratio[1]))
+    for _ in range(10):
+        target = area * g.uniform(scale[0], scale[1])
+        ar = math.exp(g.uniform(lr[0], lr[1]))
+        cw, ch = int(round(math.sqrt(target * ar))), int(round(math.sqrt(target / ar)))
+        if 0 < cw <= w and 0 < ch <= h:
+            return int(g.integers(0, h - ch + 1)), int(g.integers(0, w - cw + 1)), ch, cw
+    in_ratio = w / h
+    if in_ratio < min(ratio):
+        cw, ch = w, int(round(w / min(ratio)))
+    elif in_ratio > max(ratio):
+        ch, cw = h, int(round(h * max(ratio)))
+    else:
+        cw, ch = w, h
+    return (h - ch) // 2, (w - cw) // 2, ch, cw
 
 
 class _RandomApply(Transform):
@@ -261,7 +285,7 @@ def _range(value, name, center=None, bound=(0, float("inf")), clip_first=True):
 
 
 class RandomRotation(Transform):
-    """Rotate by an angle drawn from ``degrees`` (number d -> (-d, d))."""
+    """Rotate by an angle drawn from ``degrees`` (number d -> (-d, d)), counter-clockwise."""
 
     def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False,
                  center=None, fill=0):
@@ -270,16 +294,38 @@ class RandomRotation(Transform):
         self.interpolation, self.expand = as_mode(interpolation), expand
         self.center, self.fill = center, fill
 
+    @staticmethod
+    def get_params(degrees):
+        """An angle drawn uniformly from ``degrees`` (min, max)."""
+        return _u32(rng(), degrees[0], degrees[1])
+
     def make_params(self, parts):
-        return {"angle": float(self._rng().uniform(*self.degrees))}
+        return {"angle": _u32(self._rng(), *self.degrees)}
 
     def transform(self, inpt, params):
         return F.rotate(inpt, params["angle"], self.interpolation, self.expand, self.center,
-                        self.fill)
+                        fill_for(self.fill, inpt))
+
+
+def _affine_params(g, degrees, translate, scale_ranges, shears, img_size):
+    w, h = img_size
+    angle = _u32(g, degrees[0], degrees[1])
+    tx = ty = 0
+    if translate is not None:
+        mx, my = float(translate[0] * w), float(translate[1] * h)
+        tx, ty = int(round(g.uniform(-mx, mx))), int(round(g.uniform(-my, my)))
+    scale = _u32(g, scale_ranges[0], scale_ranges[1]) if scale_ranges is not None else 1.0
+    shx = shy = 0.0
+    if shears is not None:
+        shx = _u32(g, shears[0], shears[1])
+        if len(shears) == 4:
+            shy = _u32(g, shears[2], shears[3])
+    return angle, (tx, ty), scale, (shx, shy)
 
 
 class RandomAffine(Transform):
-    """Random rotation, translation (fractions of the size), scale and shear."""
+    """Random turn (clockwise for positive angles, as ``F.affine``), translation (fractions of
+    the size), scale and shear (a number s -> x in (-s, s); 2 values: x range; 4: x and y)."""
 
     def __init__(self, degrees, translate=None, scale=None, shear=None,
                  interpolation=InterpolationMode.NEAREST, fill=0, center=None):
@@ -294,60 +340,82 @@ class RandomAffine(Transform):
             if isinstance(shear, numbers.Number):
                 shear = [-float(shear), float(shear)]
             shear = [float(s) for s in shear]
+            if len(shear) not in (2, 4):
+                raise ValueError(f"shear should be a number or a sequence of 2 or 4 values, "
+                                 f"got {shear}")
         self.shear = shear
         self.interpolation, self.fill, self.center = as_mode(interpolation), fill, center
 
+    @staticmethod
+    def get_params(degrees, translate, scale_ranges, shears, img_size):
+        """(angle, (tx, ty), scale, (shear_x, shear_y)) drawn from the ranges; ``img_size`` is
+        [width, height]."""
+        return _affine_params(rng(), degrees, translate, scale_ranges, shears, img_size)
+
     def make_params(self, parts):
-        h, w = F.canvas_size(first_image(parts))
-        g = self._rng()
-        angle = float(g.uniform(*self.degrees))
-        tx = ty = 0
-        if self.translate is not None:
-            mx, my = self.translate[0] * w, self.translate[1] * h
-            tx, ty = int(round(g.uniform(-mx, mx))), int(round(g.uniform(-my, my)))
-        scale = float(g.uniform(*self.scale)) if self.scale is not None else 1.0
-        shx = shy = 0.0
-        if self.shear is not None:
-            shx = float(g.uniform(self.shear[0], self.shear[1]))
-            if len(self.shear) == 4:
-                shy = float(g.uniform(self.shear[2], self.shear[3]))
-        return {"angle": angle, "translate": (tx, ty), "scale": scale, "shear": (shx, shy)}
+        h, w = query_size(parts)
+        angle, translate, scale, shear = _affine_params(self._rng(), self.degrees,
+                                                        self.translate, self.scale, self.shear,
+                                                        [w, h])
+        return {"angle": angle, "translate": translate, "scale": scale, "shear": shear}
 
     def transform(self, inpt, params):
         return F.affine(inpt, params["angle"], params["translate"], params["scale"],
-                        params["shear"], self.interpolation, self.fill, self.center)
+                        params["shear"], self.interpolation, fill_for(self.fill, inpt),
+                        self.center)
+
+
+def _perspective_points(g, width, height, distortion_scale):
+    bw = int(distortion_scale * (width // 2)) + 1
+    bh = int(distortion_scale * (height // 2)) + 1
+
+    def r(lo, hi):
+        return int(g.integers(lo, hi))
+    tl = [r(0, bw), r(0, bh)]
+    tr = [r(width - bw, width), r(0, bh)]
+    br = [r(width - bw, width), r(height - bh, height)]
+    bl = [r(0, bw), r(height - bh, height)]
+    start = [[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]]
+    return start, [tl, tr, br, bl]
 
 
 class RandomPerspective(Transform):
-    """With probability ``p``, move each corner inwards by up to ``distortion_scale`` / 2."""
+    """With probability ``p``, move each corner inwards by up to ``distortion_scale`` times half
+    the size."""
 
     def __init__(self, distortion_scale=0.5, p=0.5, interpolation=InterpolationMode.BILINEAR,
                  fill=0):
         if not 0 <= distortion_scale <= 1:
-            raise ValueError("distortion_scale should be between 0 and 1")
+            raise ValueError("Argument distortion_scale value should be between 0 and 1")
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"p should be a probability in [0, 1], got {p}")
         self.distortion_scale, self.p = distortion_scale, p
         self.interpolation, self.fill = as_mode(interpolation), fill
+
+    @staticmethod
+    def get_params(width, height, distortion_scale):
+        """(startpoints, endpoints): the image corners and where they move."""
+        return _perspective_points(rng(), width, height, distortion_scale)
 
     def make_params(self, parts):
         g = self._rng()
         if g.random() >= self.p:
             return None
-        h, w = F.canvas_size(first_image(parts))
-        dw, dh = int(self.distortion_scale * w / 2), int(self.distortion_scale * h / 2)
-
-        def r(n):
-            return int(g.integers(0, n + 1))
-        start = [[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]]
-        end = [[r(dw), r(dh)], [w - 1 - r(dw), r(dh)], [w - 1 - r(dw), h - 1 - r(dh)],
-               [r(dw), h - 1 - r(dh)]]
+        h, w = query_size(parts)
+        start, end = _perspective_points(g, w, h, self.distortion_scale)
         return {"start": start, "end": end}
 
     def transform(self, inpt, params):
         return F.perspective(inpt, params["start"], params["end"], self.interpolation,
-                             self.fill)
+                             fill_for(self.fill, inpt))
 
 
 # ---------------------------------------------------------------------------------- colour
+
+def _jitter_params(g, ranges):
+    order = [int(i) for i in g.permutation(4)]
+    return order, [None if r is None else _u32(g, r[0], r[1]) for r in ranges]
+
 
 class ColorJitter(_ImageOnly):
     """Random brightness, contrast, saturation (factors around 1) and hue (around 0), in a
@@ -359,11 +427,16 @@ class ColorJitter(_ImageOnly):
         self.saturation = _range(saturation, "saturation", 1.0) if saturation else None
         self.hue = _range(hue, "hue", 0.0, bound=(-0.5, 0.5), clip_first=False) if hue else None
 
+    @staticmethod
+    def get_params(brightness, contrast, saturation, hue):
+        """(order of the 4 adjustments as a tensor, brightness, contrast, saturation, hue
+        factors; None where the range is None)."""
+        order, vals = _jitter_params(rng(), (brightness, contrast, saturation, hue))
+        return (ember.tensor(order), *vals)
+
     def make_params(self, parts):
-        g = self._rng()
-        order = [int(i) for i in g.permutation(4)]
-        vals = [None if r is None else float(g.uniform(r[0], r[1]))
-                for r in (self.brightness, self.contrast, self.saturation, self.hue)]
+        order, vals = _jitter_params(self._rng(), (self.brightness, self.contrast,
+                                                   self.saturation, self.hue))
         return {"order": order, "vals": vals}
 
     def image(self, img, params):
@@ -411,47 +484,83 @@ class GaussianBlur(_ImageOnly):
             raise ValueError("sigma values should be positive and of the form (min, max).")
         self.sigma = sigma
 
+    @staticmethod
+    def get_params(sigma_min, sigma_max):
+        """A sigma drawn uniformly from [sigma_min, sigma_max]."""
+        return _u32(rng(), sigma_min, sigma_max)
+
     def make_params(self, parts):
-        return {"sigma": float(self._rng().uniform(*self.sigma))}
+        return {"sigma": _u32(self._rng(), *self.sigma)}
 
     def image(self, img, params):
         return F.gaussian_blur(img, list(self.kernel_size), params["sigma"])
 
 
+def _erase_params(g, c, h, w, scale, ratio, value):
+    area = h * w
+    lr = (math.log(ratio[0]), math.log(ratio[1]))
+    for _ in range(10):
+        ea = area * g.uniform(scale[0], scale[1])
+        ar = math.exp(g.uniform(lr[0], lr[1]))
+        eh, ew = int(round(math.sqrt(ea * ar))), int(round(math.sqrt(ea / ar)))
+        if eh < h and ew < w:
+            if value is None:
+                v = g.standard_normal((c, eh, ew)).astype(np.float32)
+            else:
+                v = np.asarray(value, dtype=np.float32).reshape(-1, 1, 1)
+            return int(g.integers(0, h - eh + 1)), int(g.integers(0, w - ew + 1)), eh, ew, v
+    return None
+
+
 class RandomErasing(_ImageOnly):
     """With probability ``p`` erase a random rectangle of a tensor image (value: number, tuple
-    per channel, or "random" for normal noise)."""
+    per channel, or "random" for normal noise). Boxes, masks and keypoints pass through."""
 
     def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False):
         if not 0 <= p <= 1:
             raise ValueError("Random erasing probability should be between 0 and 1")
+        if scale[0] > scale[1] or ratio[0] > ratio[1]:
+            raise ValueError("Scale and ratio should be of kind (min, max)")
+        if not (isinstance(value, (numbers.Number, str, tuple, list))):
+            raise TypeError("Argument value should be either a number or str or a sequence")
+        if isinstance(value, str) and value != "random":
+            raise ValueError("If value is str, it should be 'random'")
         self.p, self.scale, self.ratio, self.value, self.inplace = p, scale, ratio, value, inplace
+
+    def _value(self, c):
+        if isinstance(self.value, str):
+            return None
+        v = [float(self.value)] if isinstance(self.value, numbers.Number) \
+            else [float(x) for x in self.value]
+        if len(v) not in (1, c):
+            raise ValueError(f"If value is a sequence, it should have either a single value or "
+                             f"{c} (number of input channels)")
+        return v
+
+    @staticmethod
+    def get_params(img, scale, ratio, value=None):
+        """(top, left, height, width, values) of a random rectangle of ``img`` with area
+        fraction in ``scale`` and aspect ratio in ``ratio``; ``value`` None gives normal noise.
+        No fit in 10 tries gives (0, 0, H, W, img) (erasing with the image itself)."""
+        c, h, w = get_dimensions(img)
+        out = _erase_params(rng(), c, h, w, scale, ratio, value)
+        if out is None:
+            return 0, 0, h, w, img
+        i, j, eh, ew, v = out
+        return i, j, eh, ew, ember.tensor(v)
 
     def make_params(self, parts):
         g = self._rng()
         if g.random() >= self.p:
             return None
-        img = first_image(parts)
-        c, h, w = F.get_dimensions(img)
-        area = h * w
-        lr = (math.log(self.ratio[0]), math.log(self.ratio[1]))
-        for _ in range(10):
-            ea = area * g.uniform(*self.scale)
-            ar = math.exp(g.uniform(*lr))
-            eh, ew = int(round(math.sqrt(ea * ar))), int(round(math.sqrt(ea / ar)))
-            if eh < h and ew < w:
-                i, j = int(g.integers(0, h - eh + 1)), int(g.integers(0, w - ew + 1))
-                if self.value == "random":
-                    v = g.standard_normal((c, eh, ew)).astype("float32")
-                else:
-                    import numpy as np
-                    v = np.asarray(self.value, dtype="float32").reshape(-1, 1, 1)
-                return {"box": (i, j, eh, ew), "v": v}
-        return None
+        c, h, w = get_dimensions(first_image(parts))
+        out = _erase_params(g, c, h, w, self.scale, self.ratio, self._value(c))
+        if out is None:
+            return None
+        return {"box": out[:4], "v": out[4]}
 
     def image(self, img, params):
         if is_pil(img):
             raise TypeError("RandomErasing needs a Tensor image, got a PIL image")
         i, j, h, w = params["box"]
         return F.erase(img, i, j, h, w, params["v"].astype(img.array.dtype), self.inplace)
-

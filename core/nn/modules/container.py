@@ -175,6 +175,23 @@ class _ListView:
 class ModuleList(_ListView, Module):
     """A list of modules registered as children (no ``forward`` of its own)."""
 
+    def __repr__(self):
+        # runs of identical children print once, as torch's: "(0-2): 3 x Linear(...)"
+        from .module import _addindent
+
+        reprs = [repr(m) for m in self._modules.values()]
+        if not reprs:
+            return self._get_name() + "()"
+        runs = []  # [first, last, repr]
+        for i, r in enumerate(reprs):
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = [_addindent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2)
+                 for a, b, r in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:

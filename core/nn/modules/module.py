@@ -611,6 +611,11 @@ class Module(Convertible):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
         metadata = getattr(state_dict, "_metadata", None)
+        # a shallow copy, as torch makes: a module's _load_from_state_dict may rename keys
+        # (old layouts) without changing the caller's dict
+        state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
         for name, mod in self.named_modules(remove_duplicate=False):
             prefix = name + "." if name else ""
             local_meta = {} if metadata is None else metadata.get(name, {})
