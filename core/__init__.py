@@ -42,6 +42,11 @@ from .ops.reduce import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
 from .ops.index import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
+from .ops.special import *  # noqa: F401,F403
+from .ops.extra import *  # noqa: F401,F403
+from .ops.stats import *  # noqa: F401,F403
+from .ops.complex import *  # noqa: F401,F403  (binds ember.complex, as torch.complex)
+from .spectral import *  # noqa: F401,F403
 from . import linalg
 from .serialization import load, save
 from ._parallel import num_threads as get_num_threads, set_num_threads
@@ -140,7 +145,7 @@ class cuda:  # namespace, mirrors torch.cuda's most used entry points
 
 _LAZY = ("nn", "optim", "sparse", "data", "vision", "text", "audio", "rec", "rl", "recipes",
          "distributed", "jagged", "distributions", "multiprocessing", "kernels", "utils",
-         "backends", "serialization", "accelerator")
+         "backends", "serialization", "accelerator", "fft", "special")
 
 
 def __getattr__(name):

@@ -141,7 +141,8 @@ def format_tensor(t) -> str:
     dev = t.device
     if dev.type != "cpu":
         suffix.append(f"device='{dev}'")
-    default_dt = t.dtype in (D.get_default_dtype(), D.int64, D.bool)
+    default_complex = D.complex128 if D.get_default_dtype() == D.float64 else D.complex64
+    default_dt = t.dtype in (D.get_default_dtype(), D.int64, D.bool, default_complex)
     if dev.type == "meta":  # no values to show
         body = "..."
         suffix.append(f"size={tuple(arr.shape)}")

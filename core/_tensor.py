@@ -18,13 +18,19 @@ from .ops.reduce import ReduceOps
 from .ops.shape import ShapeOps
 from .ops.index import IndexOps
 from .ops.linalg import LinalgOps
+from .ops.special import SpecialOps
+from .ops.extra import ExtraOps
+from .ops.stats import StatsOps
+from .ops.complex import ComplexOps
+from .spectral import SpectralOps
 
 _ndarray = np.ndarray
 _generic = np.generic
 _asarray = np.asarray
 
 
-class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, Convertible):
+class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, SpecialOps, ExtraOps,
+             StatsOps, ComplexOps, SpectralOps, Convertible):
     """An n-dimensional array on a device, with autograd.
 
     >>> import ember

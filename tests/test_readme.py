@@ -34,5 +34,15 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_python_examples_run():
-    for code in _blocks("python"):
-        exec(compile(code, "README.md", "exec"), {})
+    import sys
+    import types
+
+    for i, code in enumerate(_blocks("python")):
+        # each block runs as an importable module, as a user's script would (classes it
+        # defines can be pickled)
+        mod = types.ModuleType(f"readme_example_{i}")
+        sys.modules[mod.__name__] = mod
+        try:
+            exec(compile(code, "README.md", "exec"), mod.__dict__)
+        finally:
+            del sys.modules[mod.__name__]

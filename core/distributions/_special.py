@@ -1,11 +1,11 @@
-"""Special functions the distributions need and numpy lacks: ``lgamma``, ``digamma``,
-``polygamma``, ``erfinv`` and the regularised lower incomplete gamma ``gammainc``, as
-differentiable ember ops, plus ``standard_gamma_grad`` (the implicit reparameterisation
-gradient of a Gamma(alpha, 1) sample with respect to alpha).
+"""What the distributions need beyond the core's special functions (``lgamma``,
+``digamma``, ``polygamma``, ``erfinv`` live in ``ember.ops.special`` and are re-exported
+here): the regularised lower incomplete gamma ``gammainc`` as a differentiable op, and
+``standard_gamma_grad`` (the implicit reparameterisation gradient of a Gamma(alpha, 1) sample
+with respect to alpha).
 
 Everything is computed in float64 against the array namespace ``xp`` of the input (numpy or
-cupy) and cast back to the input's dtype. Accuracy: ~1e-14 relative for positive arguments
-(the distributions' parameters); reflection formulas cover negative non-integers.
+cupy) and cast back to the input's dtype.
 
     >>> import ember
     >>> from ember.distributions._special import lgamma, digamma
@@ -21,16 +21,12 @@ import numpy as np
 from .. import _backend as B
 from .._tensor import Tensor
 from ..autograd import Function
+from ..ops import _specfun as _sf
 from ..ops._special import erf as _erf_array
+from ..ops.special import digamma, erfinv, lgamma, polygamma  # noqa: F401  (re-exported)
 
-_LANCZOS_G = 7.0
-_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
-            -176.61502916214059, 12.507343278686905, -0.13857109526572012,
-            9.9843695780195716e-6, 1.5056327351493116e-7)
-# Bernoulli numbers B_2, B_4, ..., B_20 (asymptotic series of digamma and the Hurwitz zeta)
-_BERN = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
-         43867 / 798, -174611 / 330)
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+__all__ = ["lgamma", "digamma", "polygamma", "erfinv", "gammainc", "standard_gamma_grad_array"]
+
 _EPS = 1e-15
 _MAX_TERMS = 20000  # a safety bound on the incomplete-gamma series and continued fraction
 
@@ -39,157 +35,23 @@ def _f64(x):
     return x.astype(np.float64, copy=False)
 
 
-def _sinpi(xp, x):
-    """sin(pi x) with the argument reduced mod 2 first (exact zeros at the integers)."""
-    r = xp.remainder(x, 2.0)
-    return xp.where(r == xp.round(r), 0.0, xp.sin(math.pi * r))
-
-
 # --------------------------------------------------------------------------- arrays
 
+# lgamma, digamma, polygamma and erfinv on arrays are the core's (``ember.ops._specfun``)
 def lgamma_array(x):
-    """log|Gamma(x)| on an array (float64 out): Lanczos (g=7) for x >= 0.5, reflection below."""
-    xp = B.namespace(x)
-    x = _f64(x)
-    refl = x < 0.5
-    z = xp.where(refl, 1.0 - x, x) - 1.0
-    a = xp.full_like(z, _LANCZOS[0])
-    for i, c in enumerate(_LANCZOS[1:], 1):
-        a = a + c / (z + i)
-    t = z + _LANCZOS_G + 0.5
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pos = _HALF_LOG_2PI + (z + 0.5) * xp.log(t) - t + xp.log(a)
-        if not bool(refl.any()):
-            return pos
-        s = xp.abs(_sinpi(xp, x))
-        neg = math.log(math.pi) - xp.log(s) - pos
-    return xp.where(refl, neg, pos)
+    return _sf.lgamma(x)
 
 
 def digamma_array(x):
-    """psi(x) = d/dx log Gamma(x): recurrence up to x >= 10, then the asymptotic series;
-    psi(x) = psi(1 - x) - pi / tan(pi x) below 0.5 (-inf at 0, nan at the negative integers)."""
-    xp = B.namespace(x)
-    x = _f64(x)
-    refl = x < 0.5
-    y = xp.where(refl, 1.0 - x, x)
-    acc = xp.zeros_like(y)
-    for _ in range(10):
-        small = y < 10.0
-        acc = acc - xp.where(small, 1.0 / y, 0.0)
-        y = xp.where(small, y + 1.0, y)
-    inv2 = 1.0 / (y * y)
-    series = xp.zeros_like(y)  # sum_k B_2k / (2k y^2k), by Horner in 1/y^2
-    for k in range(len(_BERN), 0, -1):
-        series = (series + _BERN[k - 1] / (2 * k)) * inv2
-    out = acc + xp.log(y) - 0.5 / y - series
-    if not bool(refl.any()):
-        return out
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = _sinpi(xp, x)
-        cot = xp.cos(math.pi * xp.remainder(x, 2.0)) / s
-        r = out - math.pi * cot
-        r = xp.where(x == 0, -math.inf, r)
-        r = xp.where((x < 0) & (s == 0), math.nan, r)
-    return xp.where(refl, r, out)
-
-
-def _hurwitz_zeta(s, x, xp):
-    """zeta(s, x) = sum_k (x + k)^-s for integer s >= 2 and x > 0 (Euler-Maclaurin)."""
-    N = 12.0 + s
-    acc = xp.zeros_like(x)
-    steps = int(max(0.0, math.ceil(N - float(x.min())))) if x.size else 0
-    for _ in range(steps):
-        small = x < N
-        acc = acc + xp.where(small, x ** -s, 0.0)
-        x = xp.where(small, x + 1.0, x)
-    out = x ** (1 - s) / (s - 1) + 0.5 * x ** -s
-    fac = float(s)  # s (s+1) ... (s+2j-2) / (2j)!
-    term_pow = x ** (-s - 1)
-    inv2 = 1.0 / (x * x)
-    for j, b in enumerate(_BERN, 1):
-        out = out + (b / math.factorial(2 * j) * fac) * term_pow
-        fac *= (s + 2 * j - 1) * (s + 2 * j)
-        term_pow = term_pow * inv2
-    return acc + out
-
-
-def _cot_derivative_poly(n):
-    """Coefficients c_k (ascending) with d^n/dy^n cot(y) = sum_k c_k cot(y)^k."""
-    p = [0.0, 1.0]
-    for _ in range(n):
-        dp = [k * p[k] for k in range(1, len(p))]  # P'(c)
-        q = [0.0] * (len(dp) + 2)
-        for k, v in enumerate(dp):  # -(1 + c^2) P'(c)
-            q[k] -= v
-            q[k + 2] -= v
-        p = q
-    return p
+    return _sf.digamma(x)
 
 
 def polygamma_array(n, x):
-    """psi^(n)(x) for integer n >= 1: (-1)^(n+1) n! zeta(n + 1, x); reflection below 0.5."""
-    if n == 0:
-        return digamma_array(x)
-    xp = B.namespace(x)
-    x = _f64(x)
-    refl = x < 0.5
-    y = xp.where(refl, 1.0 - x, x)
-    sign = 1.0 if n % 2 else -1.0
-    out = sign * math.factorial(n) * _hurwitz_zeta(n + 1, y, xp)
-    if not bool(refl.any()):
-        return out
-    # psi^(n)(1 - x) + (-1)^(n+1) psi^(n)(x) = (-1)^n pi d^n/dx^n cot(pi x)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = _sinpi(xp, x)
-        c = xp.cos(math.pi * xp.remainder(x, 2.0)) / s
-        poly = xp.zeros_like(c)
-        for coef in reversed(_cot_derivative_poly(n)):
-            poly = poly * c + coef
-        rhs = (-1.0) ** n * math.pi ** (n + 1) * poly
-        r = (rhs - out) * (-1.0) ** (n + 1)
-        r = xp.where(s == 0, math.inf if n % 2 else math.nan, r)
-    return xp.where(refl, r, out)
+    return _sf.polygamma(n, x)
 
 
 def erfinv_array(y):
-    """The inverse of erf on (-1, 1): Giles' single-precision approximation refined by two
-    Newton steps on erf in float64; +-inf at +-1, nan outside [-1, 1]."""
-    xp = B.namespace(y)
-    y = _f64(y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = -xp.log((1.0 - y) * (1.0 + y))
-        wc = w - 2.5
-        p = xp.full_like(y, 2.81022636e-08)
-        for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941):
-            p = c + p * wc
-        wt = xp.sqrt(w) - 3.0
-        q = xp.full_like(y, -0.000200214257)
-        for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                  -0.0076224613, 0.00943887047, 1.00167406, 2.83297682):
-            q = c + q * wt
-        x = xp.where(w < 5.0, p, q) * y
-        inner = xp.abs(y) < 1
-        xs = xp.where(inner, x, 0.0)
-        for _ in range(2):
-            pdf = 2.0 / math.sqrt(math.pi) * xp.exp(-xs * xs)
-            xs = xp.where(inner, xs - (_erf_array(xs) - y) / pdf, 0.0)
-        # the tails: Newton on log erfc(|x|) = log(1 - |y|) (1 - |y| is exact, erf(x) ~ 1 is
-        # not, and the approximation above is for single precision only)
-        t = xp.abs(y)
-        tail = inner & (t > 0.99999)
-        if bool(tail.any()):
-            lc = xp.log(1.0 - t[tail])
-            ax = xp.abs(xs[tail])
-            for _ in range(4):
-                ec = _erfc_tail(xp.maximum(ax, 3.0))
-                pdf = 2.0 / math.sqrt(math.pi) * xp.exp(-ax * ax)
-                ax = ax + (xp.log(ec) - lc) * ec / pdf
-            xs[tail] = xp.sign(y[tail]) * ax
-    out = xp.where(inner, xs, math.nan)
-    out = xp.where(y == 1, math.inf, out)
-    return xp.where(y == -1, -math.inf, out)
+    return _sf.erfinv(y)
 
 
 def _erfc_tail(x):
@@ -391,44 +253,6 @@ def _float_in(x, op):
     return x.array
 
 
-class _Lgamma(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _out(lgamma_array(_float_in(x, "lgamma")), x.array)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * digamma(x)
-
-
-class _Polygamma(Function):
-    @staticmethod
-    def forward(ctx, x, n):
-        ctx.save_for_backward(x)
-        ctx.order = n
-        return _out(polygamma_array(n, _float_in(x, "polygamma")), x.array)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * polygamma(ctx.order + 1, x), None
-
-
-class _Erfinv(Function):
-    @staticmethod
-    def forward(ctx, y):
-        out = _out(erfinv_array(_float_in(y, "erfinv")), y.array)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (x * x).exp() * (math.sqrt(math.pi) / 2)
-
-
 class _Gammainc(Function):
     @staticmethod
     def forward(ctx, a, x):
@@ -456,28 +280,6 @@ def _reduce(t, shape):
     from ..ops._util import sum_to
 
     return sum_to(t, tuple(shape))
-
-
-def lgamma(x):
-    """log|Gamma(x)|, differentiable (gradient: digamma)."""
-    return _Lgamma.apply(x)
-
-
-def digamma(x):
-    """psi(x) = d/dx lgamma(x), differentiable (gradient: polygamma(1, x))."""
-    return _Polygamma.apply(x, 0)
-
-
-def polygamma(n, x):
-    """The n-th derivative of digamma (n >= 0), differentiable."""
-    if not isinstance(n, int) or n < 0:
-        raise ValueError(f"polygamma: n must be a non-negative int, got {n!r}")
-    return _Polygamma.apply(x, n)
-
-
-def erfinv(y):
-    """The inverse error function on [-1, 1], differentiable."""
-    return _Erfinv.apply(y)
 
 
 def gammainc(a, x):

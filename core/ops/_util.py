@@ -9,7 +9,7 @@ from ..autograd.grad_mode import STATE
 from ..autograd.graph import Node, new_node, record
 
 _ndarray = np.ndarray
-_SCALARS = (int, float, bool)
+_SCALARS = (int, float, bool, complex)
 
 
 def T():
@@ -54,7 +54,8 @@ def to_tensor(x, like=None, name="input"):
         dt = D.scalar_result_type(like.array.dtype, x) if like is not None else None
         if dt is None:
             dt = D.get_default_dtype() if isinstance(x, float) else (
-                D.bool if isinstance(x, bool) else D.int64)
+                D.bool if isinstance(x, bool) else D.complex64 if isinstance(x, complex)
+                else D.int64)
         xp = B.namespace(like.array) if like is not None else np
         if type(x) is int and dt.kind in "iu":
             info = np.iinfo(dt)

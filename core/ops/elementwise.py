@@ -119,14 +119,20 @@ class SubBackward(Node):
         return ga, gb
 
 
+def _cj(x):
+    return x.conjugate() if isinstance(x, complex) else x
+
+
 class MulBackward(Node):
     __slots__ = ("ashape", "adtype", "bshape", "bdtype", "scalar")
 
     def backward(self, g):
         nx = self.next
         if self.scalar is not None:
-            return (unbroadcast(g * self.scalar, self.ashape, self.adtype),)
+            return (unbroadcast(g * _cj(self.scalar), self.ashape, self.adtype),)
         a, b = self.unpack()
+        if a.array.dtype.kind == "c" or b.array.dtype.kind == "c":  # Wirtinger: conjugates
+            a, b = a.conj(), b.conj()
         ga = unbroadcast(g * b, self.ashape, self.adtype) if nx[0] is not None else None
         gb = unbroadcast(g * a, self.bshape, self.bdtype) if nx[1] is not None else None
         return ga, gb
@@ -138,8 +144,10 @@ class DivBackward(Node):
     def backward(self, g):
         nx = self.next
         if self.scalar is not None:
-            return (unbroadcast(g / self.scalar, self.ashape, self.adtype),)
+            return (unbroadcast(g / _cj(self.scalar), self.ashape, self.adtype),)
         a, b = self.unpack()
+        if a.array.dtype.kind == "c" or b.array.dtype.kind == "c":  # Wirtinger: conjugates
+            a, b = a.conj(), b.conj()
         ga = unbroadcast(g / b, self.ashape, self.adtype) if nx[0] is not None else None
         gb = unbroadcast(-g * a / (b * b), self.bshape, self.bdtype) if nx[1] is not None else None
         return ga, gb
@@ -747,10 +755,16 @@ def _sigmoid_fwd(xp, d):
     return xp.reciprocal(e, out=e)
 
 
+def _erfc_array(d):
+    from ._specfun import erfc as _erfc64  # accurate in the upper tail (not 1 - erf)
+
+    return _erfc64(d).astype(d.dtype, copy=False)
+
+
 sigmoid = _unary("sigmoid", _sigmoid_fwd, lambda x, y, g: g * y * (1 - y), "y")
 erf = _unary("erf", lambda xp, d: _special.erf(d),
              lambda x, y, g: g * (x * x * -1).exp() * (2.0 / math.sqrt(math.pi)))
-erfc = _unary("erfc", lambda xp, d: 1 - _special.erf(d),
+erfc = _unary("erfc", lambda xp, d: _erfc_array(d),
               lambda x, y, g: g * (x * x * -1).exp() * (-2.0 / math.sqrt(math.pi)))
 reciprocal = _unary("reciprocal", lambda xp, d: 1 / d, lambda x, y, g: -g * y * y, "y")
 square = _unary("square", lambda xp, d: d * d if d.dtype.kind != "b" else d.astype(D.int64),
