@@ -245,3 +245,13 @@ def test_module_list_repr_folds_repeats_like_torch():
             er = repr(m)
         else:
             assert er == repr(m)
+
+
+def test_embedding_with_padding_idx_builds_on_meta():
+    with ember.device("meta"):
+        e = nn.Embedding(10, 4, padding_idx=1)
+        bag = nn.EmbeddingBag(10, 4, padding_idx=1)
+    assert e.weight.is_meta and bag.weight.is_meta
+    e.to_empty(device="cpu")
+    e.reset_parameters()
+    assert e.weight[1].abs().sum().item() == 0

@@ -54,7 +54,7 @@ class Embedding(Module):
         self._fill_padding_idx_with_zero()
 
     def _fill_padding_idx_with_zero(self):
-        if self.padding_idx is not None:
+        if self.padding_idx is not None and not self.weight.is_meta:  # meta: no memory
             with no_grad():
                 self.weight.array[self.padding_idx] = 0
                 self.weight._bump()
