@@ -20,6 +20,9 @@ and ``k = -lr * sqrt(1-beta2**t) / (1-beta1**t)``: the same value, two fewer pas
 """
 from __future__ import annotations
 
+import numpy as np
+
+from .. import kernels as _kernels
 from .._fused import effective_grad, lerp_, run
 from ._util import check_betas, check_flags, check_lr, check_nonneg, dense_only, scalar
 from .optimizer import Optimizer, advance_state
@@ -47,6 +50,9 @@ def _adam_kernel(xp, a, s, h):
     xp.divide(m, u, out=u)
     xp.multiply(u, k, out=u)
     p += u
+
+
+_ADAM = _kernels.lookup("adam_step")
 
 
 class Adam(Optimizer):
@@ -95,5 +101,10 @@ class Adam(Optimizer):
                 jobs.append((arrays, (decay, l2, group["maximize"], 1.0 - beta1, beta2,
                                       1.0 - beta2, eps * bc2_sqrt, -lr / bc1 * bc2_sqrt)))
                 p._bump()
-            run(_adam_kernel, 2, jobs)
+            fused = _ADAM.cpu if jobs and type(jobs[0][0][0]) is np.ndarray and \
+                _kernels.available() else None
+            if fused is not None:   # one compiled pass per parameter (ember.kernels)
+                fused(jobs)
+            else:
+                run(_adam_kernel, 2, jobs)
         return loss

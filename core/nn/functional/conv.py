@@ -37,6 +37,7 @@ from ...autograd.grad_mode import STATE
 from ...autograd.graph import Node, new_node, record
 from ...ops import _util as U
 from ...ops._util import wrap
+from ... import kernels as _kernels
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
@@ -636,9 +637,22 @@ def _dw_blocks(N, C, inner):
     return [(n, min(N, n + nb), 0, C) for n in range(0, N, nb)]
 
 
+def _dw_kernel(name, *arrays):
+    """The compiled depthwise kernel ``name`` (``ember.kernels``) for 2-D float CPU arrays, or
+    None: the numpy passes below then run (they are its reference)."""
+    a0 = arrays[0]
+    if (a0.ndim == 4 and a0.dtype in (np.float32, np.float64) and _kernels.available()
+            and all(type(a) is np.ndarray and a.dtype == a0.dtype for a in arrays)):
+        return _kernels.lookup(name).cpu
+    return None
+
+
 def _dw_arr(x, w, O, geo):
     """Depthwise conv: out[n, c*m + j] = sum over taps of x[n, c] shifted * w[c*m + j, tap]."""
     plo, s, d, _ = geo
+    k = _dw_kernel("depthwise_conv2d", x, w)
+    if k is not None:
+        return k(x, w, None, s, plo, d, out_size=tuple(O))
     xp = B.namespace(x)
     N, C = x.shape[:2]
     k = w.shape[2:]
@@ -679,6 +693,9 @@ def _blocks_for(run, blocks, xp, work):
 def _dw_t_arr(y, w, S, geo):
     """Adjoint of the depthwise conv in x: y (N, C*m, *O) -> (N, C, *S)."""
     plo, s, d, C = geo
+    k = _dw_kernel("depthwise_conv2d_backward_input", y, w)
+    if k is not None:
+        return k(y, w, (y.shape[0], C) + tuple(S), s, plo, d)
     xp = B.namespace(y)
     N = y.shape[0]
     O = y.shape[2:]
@@ -707,6 +724,9 @@ def _dw_t_arr(y, w, S, geo):
 def _dw_w_arr(x, g, k, geo):
     """Adjoint of the depthwise conv in w: (C*m, 1, *k)."""
     plo, s, d, _ = geo
+    kern = _dw_kernel("depthwise_conv2d_backward_weight", x, g)
+    if kern is not None:
+        return kern(x, g, tuple(k), s, plo, d)
     xp = B.namespace(x)
     N, C = x.shape[:2]
     O = g.shape[2:]

@@ -27,6 +27,7 @@ from ..._parallel import PARALLEL_MIN, parallel_for
 from ...autograd.grad_mode import STATE, no_grad
 from ...autograd.graph import Node, new_node, record
 from ...ops._util import wrap
+from ... import kernels as _kernels
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
            "local_response_norm", "normalize"]
@@ -167,6 +168,39 @@ class NormBackward(Node):
         return (gx, gw, gb)
 
 
+class _LayerNormKernelBackward(NormBackward):
+    """``NormBackward`` whose raw path is the compiled row-wise kernel (one pass per row);
+    double backward still goes through ``NormBackward``'s differentiable formula."""
+
+    __slots__ = ()
+
+    def _raw(self, g, x, w):
+        need_x, need_w, need_b = (e is not None for e in self.next)
+        gx, gw, gb = _kernels.lookup("layer_norm_backward").cpu(
+            g, x, self.mean[:, 0], self.invstd[:, 0], None if w is None else w.reshape(-1),
+            need_affine=need_w or need_b)
+        return (gx if need_x else None, gw if need_w else None, gb if need_b else None)
+
+
+def _layer_norm_kernel(x, view, weight, bias, wview, eps):
+    """Layer norm over the last axis of a (rows, features) view by the compiled kernel."""
+    d = x.array.reshape(view)
+    out, mean, rstd = _kernels.lookup("layer_norm").cpu(
+        d, None if weight is None else weight.array.reshape(-1),
+        None if bias is None else bias.array.reshape(-1), eps)
+    res = wrap(out.reshape(x.shape))
+    mean, invstd = mean[:, None], rstd[:, None]
+    if STATE.enabled and (x.requires_grad or (weight is not None and weight.requires_grad)
+                          or (bias is not None and bias.requires_grad)):
+        n = new_node(_LayerNormKernelBackward)
+        n.axes, n.paxes, n.eps, n.view, n.wview = (1,), (0,), eps, view, wview
+        n.bshape = None if bias is None else bias.shape
+        n.mean, n.invstd, n.batch, n.center, n.fused = mean, invstd, True, True, False
+        n.save(x, weight)
+        record(n, res, x, weight, bias)
+    return res, mean, None
+
+
 def _norm(x, view, axes, paxes, weight, bias, wview, eps, stats=None, center=True):
     """``(x - mean) * invstd * weight + bias`` with statistics over ``axes`` of ``x`` seen
     with shape ``view``; one autograd node, no reshape nodes around it.
@@ -177,6 +211,10 @@ def _norm(x, view, axes, paxes, weight, bias, wview, eps, stats=None, center=Tru
     Returns ``(out, mean, var)``: ``out`` shaped as ``x``; the batch's mean and biased
     variance as raw arrays with ``axes`` kept (None with ``stats``).
     """
+    if (len(view) == 2 and axes == (1,) and paxes == (0,) and center and stats is None
+            and type(x.array) is np.ndarray and x.array.dtype in (np.float32, np.float64)
+            and _kernels.available()):
+        return _layer_norm_kernel(x, view, weight, bias, wview, eps)
     d = x.array.reshape(view)
     fused = axes == paxes
     w = None if weight is None else weight.array.reshape(wview)
