@@ -42,16 +42,9 @@ def _check_real(name, d):
 
 # --------------------------------------------------------------------------- unary ops
 
-class SpecialBackward(Node):
-    """Backward of a unary special function: ``fn(x, y, g)`` with the input and output."""
-    __slots__ = ("fn", "op")
-
-    def name(self):
-        return self.op.capitalize() + "Backward"
-
-    def backward(self, g):
-        x, y = self.unpack()
-        return (self.fn(x, y, g),)
+# the backward of a unary special function is elementwise's: ``fn(x, y, g)`` with the input
+# and the output
+from .elementwise import UnaryBackward as SpecialBackward  # noqa: E402
 
 
 def _unary(name, fwd, bwd):
