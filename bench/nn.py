@@ -149,6 +149,71 @@ def depthwise_layer():
     return _conv((8, 144, 56, 56), 144, 3, 1, 1, 144)
 
 
+@suite.figure("  batch norm (eval) + hardswish, 8x72x56x56 (layer)", unit="ms")
+def bn_hardswish_layer():
+    import numpy as np
+    import torch
+
+    import ember
+    import ember.nn.functional as F
+
+    x = np.random.default_rng(0).standard_normal((8, 72, 56, 56), dtype=np.float32)
+    st = [np.random.default_rng(i).random(72, dtype=np.float32) + 0.5 for i in range(4)]
+    ex, tx = ember.from_numpy(x), torch.from_numpy(x)
+    es, ts = [ember.from_numpy(a) for a in st], [torch.from_numpy(a) for a in st]
+
+    def run_e():
+        with ember.no_grad():
+            F.hardswish(F.batch_norm(ex, *es, training=False), inplace=True)
+
+    def run_t():
+        with torch.no_grad():
+            torch.nn.functional.hardswish(torch.nn.functional.batch_norm(tx, *ts), inplace=True)
+    return run_e, run_t
+
+
+@suite.figure("  batch norm (train) + relu, 8x256x56x56, fwd+bwd (layer)", unit="ms")
+def bn_relu_train_layer():
+    import numpy as np
+    import torch
+
+    import ember
+    import ember.nn.functional as F
+
+    x = np.random.default_rng(0).standard_normal((8, 256, 56, 56), dtype=np.float32)
+    w = np.ones(256, np.float32)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ew, tw = ember.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True)
+    eb, tb = ember.zeros(256, requires_grad=True), torch.zeros(256, requires_grad=True)
+
+    def run_e():
+        F.relu(F.batch_norm(ex, None, None, ew, eb, training=True)).sum().backward()
+
+    def run_t():
+        torch.relu(torch.nn.functional.batch_norm(tx, None, None, tw, tb, training=True)) \
+            .sum().backward()
+    return run_e, run_t
+
+
+@suite.figure("  gelu fwd+bwd, 32x128x1536 (layer)", unit="ms")
+def gelu_layer():
+    import numpy as np
+    import torch
+
+    import ember
+    import ember.nn.functional as F
+
+    x = np.random.default_rng(0).standard_normal((32, 128, 1536), dtype=np.float32)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+
+    def run_e():
+        F.gelu(ex).sum().backward()
+
+    def run_t():
+        torch.nn.functional.gelu(tx).sum().backward()
+    return run_e, run_t
+
+
 @suite.figure("ResNet-18 inference, batch 8, 224^2", unit="ms", goal=0.8, number=1)
 def resnet_inference():
     return _inference(resnet18, (8, 3, 224, 224))

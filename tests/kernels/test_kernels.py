@@ -50,6 +50,9 @@ DW_CASES = [  # (N, C, H, W, m, (KH, KW), stride, padding, dilation)
     (1, 2, 9, 8, 3, (4, 2), (1, 3), (2, 1), (2, 1)),
     (3, 1, 5, 5, 1, (1, 1), 1, 0, 1),
     (1, 2, 4, 4, 1, (3, 3), 1, 3, 1),  # padding wider than the kernel reaches
+    (2, 3, 11, 12, 1, (5, 5), 2, 2, 2),  # width stride 2 with dilation: phases of a dilated tap
+    (1, 2, 10, 13, 2, (3, 4), (1, 3), (1, 2), 1),  # width stride 3, channel multiplier
+    (1, 2, 4, 4, 1, (3, 3), 2, 3, 1),  # strided, padding wider than the kernel reaches
 ]
 
 

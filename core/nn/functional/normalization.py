@@ -201,6 +201,66 @@ def _layer_norm_kernel(x, view, weight, bias, wview, eps):
     return res, mean, None
 
 
+class _BatchNormKernelBackward(NormBackward):
+    """``NormBackward`` whose raw path is the compiled per-channel kernel (the sums and
+    ``gx`` in two passes over a channel in cache); double backward still goes through
+    ``NormBackward``'s differentiable formula."""
+
+    __slots__ = ()
+
+    def _raw(self, g, x, w):
+        need_x, need_w, need_b = (e is not None for e in self.next)
+        gx, gw, gb = _kernels.lookup("batch_norm_backward").cpu(
+            g, x, self.mean.reshape(-1), self.invstd.reshape(-1),
+            None if w is None else w.reshape(-1), self.batch, need_x, need_w or need_b)
+        return (gx, gw if need_w else None, gb if need_b else None)
+
+
+def _bn_kernel_ok(x, weight, bias):
+    d = x.array
+    return (type(d) is np.ndarray and d.dtype in (np.float32, np.float64)
+            and all(t is None or t.array.dtype == d.dtype for t in (weight, bias))
+            and _kernels.available())
+
+
+def _batch_norm_kernel(x, view, weight, bias, wview, eps, stats=None, act="none"):
+    """Batch norm of x seen as (N, C, L) by the compiled kernels: the statistics (unless
+    ``stats`` gives running ones) and one pass for ``act(x * scale + shift)``. ``act``
+    other than "none" only when no gradient is recorded. Returns ``_norm``'s triple."""
+    d = x.array.reshape(view)
+    dt = d.dtype
+    C = view[1]
+    var = None
+    if stats is None:
+        mean, var = _kernels.lookup("batch_norm_stats").cpu(d)
+        invstd = var + dt.type(eps)
+        np.sqrt(invstd, out=invstd)
+        np.reciprocal(invstd, out=invstd)
+    else:
+        mean, invstd = (a.reshape(C) for a in stats)
+    scale = invstd if weight is None else invstd * weight.array.reshape(C)
+    shift = -mean * scale
+    if bias is not None:
+        shift += bias.array.reshape(C)
+    out = _kernels.lookup("batch_norm_apply").cpu(d, scale, shift, act)
+    res = wrap(out.reshape(x.shape))
+    mean, invstd = mean.reshape(wview), invstd.reshape(wview)
+    if STATE.enabled and (x.requires_grad or (weight is not None and weight.requires_grad)
+                          or (bias is not None and bias.requires_grad)):
+        if act != "none":
+            raise RuntimeError("_batch_norm_kernel: a fused activation records no gradient")
+        n = new_node(_BatchNormKernelBackward)
+        n.axes = n.paxes = (0, 2)
+        n.eps, n.view, n.wview = eps, view, wview
+        n.bshape = None if bias is None else bias.shape
+        n.mean, n.invstd = mean, invstd
+        n.batch, n.center, n.fused = stats is None, True, True
+        n.save(x, weight)
+        record(n, res, x, weight, bias)
+    return res, (mean if stats is None else None), (None if var is None else
+                                                      var.reshape(wview))
+
+
 def _norm(x, view, axes, paxes, weight, bias, wview, eps, stats=None, center=True):
     """``(x - mean) * invstd * weight + bias`` with statistics over ``axes`` of ``x`` seen
     with shape ``view``; one autograd node, no reshape nodes around it.
@@ -372,15 +432,18 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     s = _prod(shape[2:])
     view, wview = (shape[0], c, s), (1, c, 1)
     axes = (0, 2)
+    norm = _batch_norm_kernel if _bn_kernel_ok(input, weight, bias) else _norm
     if training:
-        out, mean, var = _norm(input, view, axes, axes, weight, bias, wview, eps)
+        out, mean, var = norm(input, view, axes, axes, weight, bias, wview, eps) \
+            if norm is _norm else norm(input, view, weight, bias, wview, eps)
         if running_mean is not None:
             m = shape[0] * s
             _update_running(running_mean, mean, momentum)
             _update_running(running_var, var * (m / max(m - 1, 1)), momentum)
     else:
         stats = _stat_arrays(running_mean, running_var, eps, wview, input.dtype)
-        out, _, _ = _norm(input, view, axes, axes, weight, bias, wview, eps, stats=stats)
+        out, _, _ = norm(input, view, axes, axes, weight, bias, wview, eps, stats=stats) \
+            if norm is _norm else norm(input, view, weight, bias, wview, eps, stats)
     return out
 
 
