@@ -521,6 +521,9 @@ def cat(tensors, dim=0):
     ts = tensors if type(tensors) is list else list(tensors)
     if not ts:
         raise RuntimeError("cat(): expected a non-empty list of Tensors")
+    h = getattr(type(ts[0]), "__ember_function__", None)  # e.g. TensorDicts (ember.rl)
+    if h is not None:
+        return h(cat, (type(ts[0]),), (ts,), {"dim": dim})
     arrays = [t.array for t in ts]
     a0 = arrays[0]
     nd, dt, kind = a0.ndim, a0.dtype, type(a0)
@@ -616,6 +619,9 @@ def stack(tensors, dim=0):
     ts = list(tensors)
     if not ts:
         raise RuntimeError("stack expects a non-empty TensorList")
+    h = getattr(type(ts[0]), "__ember_function__", None)  # e.g. TensorDicts (ember.rl)
+    if h is not None:
+        return h(stack, (type(ts[0]),), (ts,), {"dim": dim})
     ref = ts[0].array.shape
     for i, t in enumerate(ts[1:], 1):
         if t.array.shape != ref:
