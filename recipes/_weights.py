@@ -93,7 +93,7 @@ def build_model(weights, model_cfg=None):
         return instantiate(model_cfg, weights=weights)
     from ember.vision.models import _api
 
-    for name, fn in _api._MODELS.items():
+    for fn in _api._REGISTRY.models.values():
         enum_cls = getattr(fn, "_weights_enum", None)
         if enum_cls is not None and enum_cls.__name__ == type(weights).__name__:
             return fn(weights=weights)
