@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib as _importlib
 
-_SUBMODULES = ("tokenizers", "transforms", "vocab", "models", "datasets")
+_SUBMODULES = ("tokenizers", "transforms", "vocab", "models", "datasets", "collate")
 
 
 def __getattr__(name):

@@ -9,8 +9,11 @@ with the module tree and state-dict keys of Hugging Face ``transformers``::
     pooler.dense                                   (optional)
 
 Per-token work runs on a (tokens, d) view of the batch; attention goes to a batch layout
-(``_attention.PaddedBatch`` for padded batches, see there), so a padding-free layout slots in
-through :meth:`EncoderModel.forward_tokens`.
+(``_attention.PaddedBatch`` for padded batches, ``_jagged.JaggedBatch`` for jagged ones), so
+both run through :meth:`EncoderModel.forward_tokens`. A ``JaggedTensor`` of token ids in place
+of padded ids and a mask runs padding-free: embeddings, projections, MLP and norms on the
+packed (total_tokens, d) tokens, attention per sequence, positions per sequence; the hidden
+states come back as a ``JaggedTensor`` of the input's layout.
 
     >>> import ember
     >>> cfg = EncoderConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
@@ -20,24 +23,37 @@ through :meth:`EncoderModel.forward_tokens`.
     ...         attention_mask=ember.tensor([[1, 1, 1, 0], [1, 1, 0, 0]]))
     >>> out.last_hidden_state.shape, out.pooler_output.shape
     ((2, 4, 32), (2, 32))
+    >>> out = m(ember.jagged.as_jagged([[2, 7, 9], [3, 4]]))
+    >>> h = out.last_hidden_state                   # a JaggedTensor of the input's layout
+    >>> h.lengths().tolist(), h.feature_shape, out.pooler_output.shape
+    ([3, 2], (32,), (2, 32))
+    >>> bool((h[1] - m(ember.tensor([[3, 4]]))[0][0]).abs().max() < 1e-5)
+    True
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 import ember
 from ember import nn
 
+from ember.jagged import JaggedTensor
+
 from ._attention import PaddedBatch
 from ._config import EncoderConfig, activation
+from ._jagged import JaggedBatch
 
 __all__ = ["EncoderModel", "BertModel", "RobertaModel", "XLMRobertaModel", "EncoderOutput",
-           "EncoderLayer", "init_encoder_weights", "roberta_position_ids"]
+           "EncoderLayer", "init_encoder_weights", "roberta_position_ids",
+           "roberta_jagged_position_ids", "first_tokens"]
 
 
 class EncoderOutput(NamedTuple):
     """``last_hidden_state`` (B, L, d) and ``pooler_output`` (B, d), or None without a
-    pooler."""
+    pooler. For a jagged input, ``last_hidden_state`` is a ``JaggedTensor`` (B sequences of
+    (length_b, d)) of the input's layout."""
 
     last_hidden_state: ember.Tensor
     pooler_output: ember.Tensor | None
@@ -55,6 +71,32 @@ def roberta_position_ids(input_ids, padding_idx):
     keep ``padding_idx``. (B, L) -> (B, L) int64."""
     real = (input_ids != padding_idx).long()
     return real.cumsum(1) * real + padding_idx
+
+
+def roberta_jagged_position_ids(input_ids: JaggedTensor, padding_idx):
+    """:func:`roberta_position_ids` per sequence of a jagged batch: (T,) int64 packed."""
+    ids = input_ids.values()
+    real = (ids != padding_idx).long()
+    run = real.cumsum(0)
+    before = ember.cat([ember.zeros(1, dtype=run.dtype, device=run.device), run])
+    start = before[input_ids.offsets()[:-1]]                  # count before each sequence
+    return (run - start[input_ids.segment_ids()]) * real + padding_idx
+
+
+def first_tokens(hidden: JaggedTensor):
+    """Each sequence's first row of a jagged batch: (B, *F) (sequences must be
+    non-empty)."""
+    lens = hidden.lengths()
+    if hidden.batch_size and not bool((lens > 0).all()):
+        raise ValueError(f"sequence {int((lens == 0).nonzero()[0, 0])} of the jagged batch "
+                         "is empty: it has no first token")
+    return hidden.values().index_select(0, hidden.offsets()[:-1])
+
+
+def _same_layout(like: JaggedTensor, values):
+    """A JaggedTensor of ``like``'s layout holding ``values`` (``apply`` shares the layout
+    and the index maps cached on it)."""
+    return like.apply(lambda _: values)
 
 
 class Embeddings(nn.Module):
@@ -192,7 +234,14 @@ class EncoderModel(nn.Module):
     ``attention_mask`` (B, L) with 1 for tokens and 0 for padding. Positions default to
     0..L-1 (BERT) or, for ``model_type`` "roberta"/"xlm-roberta", count from
     ``pad_token_id + 1`` over the non-pad tokens. ``BertModel``, ``RobertaModel`` and
-    ``XLMRobertaModel`` are this class."""
+    ``XLMRobertaModel`` are this class.
+
+    Padding-free: ``input_ids`` a ``JaggedTensor`` of B non-empty sequences of ids (values
+    (T,) int64) and no ``attention_mask``; ``token_type_ids``/``position_ids`` None, a
+    JaggedTensor of the same lengths or packed (T,) ids. Positions are counted per sequence
+    as above. The output's ``last_hidden_state`` is a JaggedTensor of the input's layout,
+    ``pooler_output`` (B, d) from each sequence's first token; on the tokens both equal the
+    padded path's (see :class:`._jagged.JaggedBatch` for how attention is run)."""
 
     base_model_prefixes = ("bert", "roberta")   # the prefixes of HF task checkpoints
 
@@ -216,18 +265,24 @@ class EncoderModel(nn.Module):
         b, n = input_ids.shape
         return ember.arange(n, device=input_ids.device).reshape(1, n).expand(b, n)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None):
-        dev = self.embeddings.word_embeddings.weight.device
-        input_ids = _as_ids(input_ids, dev)
-        if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must be (batch, length), got shape "
-                             f"{tuple(input_ids.shape)}")
-        b, n = input_ids.shape
+    def _check_length(self, n):
         cfg = self.config
         if n > cfg.max_position_embeddings - (cfg.pad_token_id + 1 if cfg.roberta_positions
                                               else 0):
             raise ValueError(f"sequence length {n} exceeds the model's "
                              f"{cfg.max_position_embeddings} position embeddings")
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None):
+        dev = self.embeddings.word_embeddings.weight.device
+        if isinstance(input_ids, JaggedTensor):
+            return self._forward_jagged(input_ids, attention_mask, token_type_ids,
+                                        position_ids, dev)
+        input_ids = _as_ids(input_ids, dev)
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be (batch, length), got shape "
+                             f"{tuple(input_ids.shape)}")
+        b, n = input_ids.shape
+        self._check_length(n)
         pos = self.positions(input_ids) if position_ids is None else \
             _as_ids(position_ids, dev)
         types = ember.zeros_like(input_ids) if token_type_ids is None else \
@@ -239,6 +294,56 @@ class EncoderModel(nn.Module):
         h = h.reshape(b, n, -1)
         pooled = None if self.pooler is None else self.pooler(h[:, 0])
         return EncoderOutput(h, pooled)
+
+    def jagged_positions(self, input_ids: JaggedTensor):
+        """Default position ids of a jagged batch, per sequence: (T,) int64 packed."""
+        if self.config.roberta_positions:
+            return roberta_jagged_position_ids(input_ids, self.config.pad_token_id)
+        return input_ids.positions()
+
+    def _forward_jagged(self, jt, attention_mask, token_type_ids, position_ids, dev):
+        if attention_mask is not None:
+            raise ValueError("a JaggedTensor of ids carries its own lengths: pass no "
+                             "attention_mask with it")
+        if jt.device != dev:
+            jt = jt.to(dev)
+        ids = jt.values()
+        if ids.dim() != 1 or ids.dtype.kind not in "iu":
+            raise ValueError(f"jagged input_ids must hold integer ids, values of shape "
+                             f"(total_tokens,), got {tuple(ids.shape)} {ids.dtype}")
+        if ids.dtype != ember.int64:
+            ids = ids.long()
+            jt = _same_layout(jt, ids)
+        lens = jt.lengths().cpu().numpy()
+        if lens.size and lens.min() == 0:
+            raise ValueError(f"sequence {int(np.argmin(lens))} of the jagged batch is empty; "
+                             "every sequence needs at least one token")
+        self._check_length(jt.max_length)
+        pos = self.jagged_positions(jt) if position_ids is None else \
+            _packed_ids(position_ids, jt, "position_ids", dev)
+        types = ember.zeros_like(ids) if token_type_ids is None else \
+            _packed_ids(token_type_ids, jt, "token_type_ids", dev)
+        cfg = self.config
+        layout = JaggedBatch(lens, cfg.num_attention_heads, cfg.head_dim, device=dev)
+        h = self.forward_tokens(layout.pack(ids), layout.pack(pos), layout.pack(types),
+                                layout)
+        pooled = None if self.pooler is None else self.pooler(layout.first_tokens(h))
+        return EncoderOutput(_same_layout(jt, layout.unpack(h)), pooled)
+
+
+def _packed_ids(x, like: JaggedTensor, name, dev):
+    """Per-token ids for the jagged batch ``like``: a JaggedTensor of its lengths or packed
+    (T,) ids -> (T,) int64 on ``dev``."""
+    if isinstance(x, JaggedTensor):
+        if x.batch_size != like.batch_size or not bool((x.offsets().to(like.device) ==
+                                                        like.offsets()).all()):
+            raise ValueError(f"{name}: the JaggedTensor's lengths differ from input_ids'")
+        x = x.values()
+    x = _as_ids(x, dev)
+    if tuple(x.shape) != (like.values().shape[0],):
+        raise ValueError(f"{name}: expected a JaggedTensor like input_ids or packed ids of "
+                         f"shape ({like.values().shape[0]},), got {tuple(x.shape)}")
+    return x.long() if x.dtype != ember.int64 else x
 
 
 BertModel = RobertaModel = XLMRobertaModel = EncoderModel

@@ -9,6 +9,9 @@
     >>> RobertaForSequenceClassification(cfg, num_classes=3).eval()(
     ...     ember.tensor([[0, 5, 6, 2]])).shape
     (1, 3)
+
+Each takes a ``JaggedTensor`` of ids in place of padded ids and a mask (padding-free, see
+``EncoderModel``): ``model(ember.jagged.as_jagged([[0, 5, 6, 2], [0, 7, 2]]))`` -> (2, 3).
 """
 from __future__ import annotations
 
@@ -16,7 +19,9 @@ import ember
 from ember import nn
 
 from ._config import EncoderConfig
-from .encoder import EncoderModel, init_encoder_weights
+from ember.jagged import JaggedTensor
+
+from .encoder import EncoderModel, first_tokens, init_encoder_weights
 
 __all__ = ["RobertaClassificationHead", "RobertaForSequenceClassification",
            "BertForSequenceClassification", "XLMRobertaForSequenceClassification"]
@@ -30,7 +35,8 @@ def _num_classes(cfg, num_classes):
 
 class RobertaClassificationHead(nn.Module):
     """The first token's features -> dropout -> dense -> tanh -> dropout -> out_proj.
-    ``forward`` takes (B, L, d) hidden states (or (B, d) first-token features)."""
+    ``forward`` takes (B, L, d) hidden states, a ``JaggedTensor`` of B sequences of (length,
+    d) states, or (B, d) first-token features."""
 
     def __init__(self, num_classes, input_dim, inner_dim=None, dropout=0.1):
         super().__init__()
@@ -40,15 +46,19 @@ class RobertaClassificationHead(nn.Module):
         self.out_proj = nn.Linear(inner_dim, num_classes)
 
     def forward(self, features):
-        x = features[:, 0] if features.dim() == 3 else features
+        if isinstance(features, JaggedTensor):
+            x = first_tokens(features)
+        else:
+            x = features[:, 0] if features.dim() == 3 else features
         x = ember.tanh(self.dense(self.dropout(x)))
         return self.out_proj(self.dropout(x))
 
 
 class RobertaForSequenceClassification(nn.Module):
     """``roberta`` (no pooler) + :class:`RobertaClassificationHead` ``classifier``:
-    ``forward(input_ids, attention_mask=None, ...) -> logits (B, num_classes)``. Also
-    XLM-R's layout (``XLMRobertaForSequenceClassification`` is this class)."""
+    ``forward(input_ids, attention_mask=None, ...) -> logits (B, num_classes)``; ``input_ids``
+    padded (B, L) or a JaggedTensor of B sequences. Also XLM-R's layout
+    (``XLMRobertaForSequenceClassification`` is this class)."""
 
     base_model_prefix = "roberta"
 
@@ -73,7 +83,8 @@ XLMRobertaForSequenceClassification = RobertaForSequenceClassification
 
 class BertForSequenceClassification(nn.Module):
     """``bert`` (with pooler) -> dropout -> ``classifier`` (Linear):
-    ``forward(input_ids, attention_mask=None, ...) -> logits (B, num_classes)``."""
+    ``forward(input_ids, attention_mask=None, ...) -> logits (B, num_classes)``; ``input_ids``
+    padded (B, L) or a JaggedTensor of B sequences."""
 
     base_model_prefix = "bert"
 

@@ -13,6 +13,8 @@ normalisation and the maximum length are the ones the model was published with.
     ...                                                                   [1, 1, 1, 0]]))
     >>> e.shape, bool(((e * e).sum(1) - 1).abs().max() < 1e-5)
     ((2, 16), True)
+    >>> emb(ember.jagged.as_jagged([[1, 5, 7, 2], [1, 9, 2]])).shape    # padding-free
+    (2, 16)
 """
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ import numpy as np
 
 import ember
 from ember import nn
+from ember.jagged import JaggedTensor, segment_max, segment_mean, segment_sum
 
+from .encoder import EncoderModel, first_tokens
 from .pretrained import from_pretrained as _load_dir
 
 __all__ = ["SentenceEmbedder", "pool", "POOLING_MODES"]
@@ -34,7 +38,11 @@ POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len")
 def pool(hidden, mask, mode):
     """Pool (B, L, d) token states into (B, d) over the tokens where ``mask`` (B, L) is 1:
     their mean, the first token's state ("cls"), their elementwise max, or their sum divided
-    by sqrt(count) ("mean_sqrt_len")."""
+    by sqrt(count) ("mean_sqrt_len"). ``hidden`` may be a ``JaggedTensor`` of B non-empty
+    sequences (``mask`` None): the same pooling over each sequence's tokens, with the
+    segment ops."""
+    if isinstance(hidden, JaggedTensor):
+        return _pool_jagged(hidden, mode)
     if mode == "cls":
         return hidden[:, 0]
     m = mask.to(hidden.dtype).unsqueeze(-1)                            # (B, L, 1)
@@ -46,6 +54,19 @@ def pool(hidden, mask, mode):
         return total / count
     if mode == "mean_sqrt_len":
         return total / count.sqrt()
+    raise ValueError(f"pooling must be one of {POOLING_MODES}, got {mode!r}")
+
+
+def _pool_jagged(hidden, mode):
+    if mode == "cls":
+        return first_tokens(hidden)
+    if mode == "mean":
+        return segment_mean(hidden)
+    if mode == "max":
+        return segment_max(hidden).values
+    if mode == "mean_sqrt_len":
+        n = hidden.lengths().to(hidden.dtype).clamp(min=1).sqrt().unsqueeze(-1)
+        return segment_sum(hidden) / n
     raise ValueError(f"pooling must be one of {POOLING_MODES}, got {mode!r}")
 
 
@@ -85,11 +106,13 @@ class SentenceEmbedder(nn.Module):
     """``model`` (an encoder returning (B, L, d) states first) + ``tokenizer`` + pooling
     (``"mean"``, ``"cls"``, ``"max"``, ``"mean_sqrt_len"``) + optional L2 normalisation.
 
-    ``forward(input_ids, attention_mask) -> (B, d)``; ``encode(texts, batch_size=32) ->
-    Tensor (n, d)`` tokenizes (one ``encode_batch`` call, with the tokenizer's special
-    tokens), batches texts of similar length together, and returns the embeddings in the
-    input order. ``max_length`` (default: the model's positions): longer token sequences
-    keep their first ``max_length - 1`` ids and their last (the end token). ``tokenizer``:
+    ``forward(input_ids, attention_mask) -> (B, d)``, or ``forward(jagged_ids)`` with a
+    ``JaggedTensor`` of ids (padding-free); ``encode(texts, batch_size=32) -> Tensor (n, d)``
+    tokenizes (one ``encode_batch`` call, with the tokenizer's special tokens), batches texts
+    of similar length together, runs each batch padding-free (jagged; a model other than
+    ``EncoderModel`` gets padded batches) and returns the embeddings in the input order.
+    ``max_length`` (default: the model's positions): longer token sequences keep their
+    first ``max_length - 1`` ids and their last (the end token). ``tokenizer``:
     an ``ember.text.tokenizers`` tokenizer or a ``tokenizers.Tokenizer``; the padding and
     truncation set in a ``tokenizer.json`` are not applied (lengths are decided here)."""
 
@@ -108,8 +131,17 @@ class SentenceEmbedder(nn.Module):
         self.pad_id = getattr(cfg, "pad_token_id", 0) or 0
         self._backend = None if tokenizer is None else _plain_backend(tokenizer)
 
-    def forward(self, input_ids, attention_mask):
-        h = self.model(input_ids, attention_mask)[0]
+    def forward(self, input_ids, attention_mask=None):
+        if isinstance(input_ids, JaggedTensor):
+            if attention_mask is not None:
+                raise ValueError("a JaggedTensor of ids carries its own lengths: pass no "
+                                 "attention_mask with it")
+            h = self.model(input_ids)[0]
+        else:
+            if attention_mask is None:
+                raise TypeError("forward() needs an attention_mask with padded input_ids "
+                                "(or a JaggedTensor of ids)")
+            h = self.model(input_ids, attention_mask)[0]
         e = pool(h, attention_mask, self.pooling)
         if self.normalize:
             e = e / (e * e).sum(-1, keepdim=True).sqrt().clamp(min=1e-12)
@@ -141,21 +173,32 @@ class SentenceEmbedder(nn.Module):
         n = len(seqs)
         if n == 0:
             raise ValueError("encode() got no texts")
+        empty = [i for i, s in enumerate(seqs) if not s]
+        if empty:
+            raise ValueError(f"text {empty[0]} gives no tokens (a tokenizer without special "
+                             "tokens on an empty text?): nothing to embed")
         dev = next(self.model.parameters()).device
         order = np.argsort([-len(s) for s in seqs], kind="stable")
-        out = [None] * n
+        jagged = isinstance(self.model, EncoderModel)
+        parts = []
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
+            if jagged:
+                lens = np.array([len(seqs[i]) for i in idx], np.int64)
+                flat = np.fromiter((t for i in idx for t in seqs[i]), np.int64, int(lens.sum()))
+                parts.append(self(JaggedTensor(ember.tensor(flat, device=dev),
+                                               lengths=lens)))
+                continue
             width = max(len(seqs[i]) for i in idx)
             ids = np.full((len(idx), width), self.pad_id, dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
             for r, i in enumerate(idx):
                 ids[r, :len(seqs[i])] = seqs[i]
                 mask[r, :len(seqs[i])] = 1
-            e = self(ember.tensor(ids, device=dev), ember.tensor(mask, device=dev))
-            for r, i in enumerate(idx):
-                out[i] = e[r]
-        return ember.stack(out)
+            parts.append(self(ember.tensor(ids, device=dev), ember.tensor(mask, device=dev)))
+        back = np.empty(n, np.int64)
+        back[order] = np.arange(n)                    # sorted position of each text
+        return ember.cat(parts, 0).index_select(0, ember.tensor(back, device=dev))
 
     @classmethod
     def from_pretrained(cls, directory, pooling=None, normalize=None, max_length=None,
