@@ -1,0 +1,212 @@
+"""rec benchmarks: an embedding-bag collection's training step against torch, in one run.
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/rec.py --threads 2 [--filter adam]
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/rec.py --memory
+
+26 tables x 100k rows x 64 (float32), batch 2048, ~10 ids per bag (Poisson, at least 1),
+one feature per table; a step is forward, ``sum()`` of the pooled outputs, backward and the
+sparse optimizer update. ember: ``EmbeddingBagCollection`` with ``fused_params`` (the update
+runs inside backward on the touched rows). torch: 26 ``nn.EmbeddingBag(mode="sum",
+sparse=True)`` and the matching sparse optimizer's ``step()`` (``SparseAdam`` for "adam",
+``Adagrad`` for "adagrad"), same weights and ids. Goal (issue 14): at most torch's time.
+Before timing, one step of each is run and the tables compared. Two more figures: forward
+and backward without an optimizer (ember's coalesced row-sparse gradient against torch's
+sparse COO one) and the forward alone.
+
+``--memory``: a 10M x 64 table (2.56 GB) trained with fused rowwise Adagrad: the peak memory
+allocated during a step (tracemalloc, which sees numpy's allocations), against the table's
+size. Goal: the whole job under 1.2x the table.
+"""
+from __future__ import annotations
+
+import sys
+
+from harness import Suite  # first: fixes the thread count before numpy is imported
+
+suite = Suite("rec")
+
+T, R, D, BATCH, POOL = 26, 100_000, 64, 2048, 10
+
+
+def _data(seed=0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lengths = rng.poisson(POOL, (T, BATCH)).clip(1, None)
+    ids = [rng.integers(0, R, int(n.sum())) for n in lengths]
+    w0 = [rng.uniform(-0.01, 0.01, (R, D)).astype(np.float32) for _ in range(T)]
+    return lengths, ids, w0
+
+
+def _pair(opt, torch_opt, lr=0.01):
+    import numpy as np
+    import torch
+
+    import ember
+    from ember.rec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
+
+    lengths, ids, w0 = _data()
+    keys = [f"f{i}" for i in range(T)]
+    ebc = EmbeddingBagCollection(
+        [EmbeddingBagConfig(name=f"t{i}", num_embeddings=R, embedding_dim=D,
+                            feature_names=[keys[i]]) for i in range(T)],
+        fused_params={"optimizer": opt, "lr": lr, "eps": 1e-8})
+    for i in range(T):
+        ebc.embedding_bags[f"t{i}"].weight.array[...] = w0[i]
+    kjt = KeyedJaggedTensor.from_lengths_sync(
+        keys, ember.from_numpy(np.concatenate(ids)), ember.from_numpy(lengths.reshape(-1)))
+    bags = torch.nn.ModuleList([torch.nn.EmbeddingBag(R, D, mode="sum", sparse=True)
+                                for _ in range(T)])
+    with torch.no_grad():
+        for i, b in enumerate(bags):
+            b.weight.copy_(torch.from_numpy(w0[i]))
+    topt = torch_opt(bags.parameters(), lr)
+    t_in = [(torch.from_numpy(i), torch.from_numpy(np.concatenate([[0], np.cumsum(n)[:-1]])))
+            for i, n in zip(ids, lengths)]
+
+    def run_e():
+        ebc(kjt).values().sum().backward()
+
+    def run_t():
+        topt.zero_grad()
+        sum(b(i, o).sum() for b, (i, o) in zip(bags, t_in)).backward()
+        topt.step()
+
+    run_e()
+    run_t()
+    for i in (0, T - 1):
+        a = ebc.embedding_bags[f"t{i}"].weight.detach().numpy()
+        b = bags[i].weight.detach().numpy()
+        err = float(np.abs(a - b).max())
+        if err > 1e-5:
+            raise AssertionError(f"table {i}: ember and torch differ after one step ({err:.2e})")
+    return run_e, run_t
+
+
+@suite.figure("EBC 26x100kx64 b2048 pf10: fused adam vs SparseAdam", unit="ms", goal=1.0,
+              number=1)
+def fused_adam():
+    import torch
+
+    return _pair("adam", lambda p, lr: torch.optim.SparseAdam(list(p), lr=lr, eps=1e-8))
+
+
+@suite.figure("EBC 26x100kx64 b2048 pf10: fused adagrad vs Adagrad", unit="ms", goal=1.0,
+              number=1)
+def fused_adagrad():
+    import warnings
+
+    import torch
+
+    warnings.filterwarnings("ignore", message="Sparse invariant checks")
+    return _pair("adagrad", lambda p, lr: torch.optim.Adagrad(list(p), lr=lr, eps=1e-8))
+
+
+@suite.figure("EBC 26x100kx64 b2048 pf10: fwd+bwd, row-sparse grads", unit="ms", goal=1.0,
+              number=1)
+def forward_backward():
+    import numpy as np
+    import torch
+
+    import ember
+    from ember.rec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
+
+    lengths, ids, w0 = _data()
+    keys = [f"f{i}" for i in range(T)]
+    ebc = EmbeddingBagCollection([EmbeddingBagConfig(name=f"t{i}", num_embeddings=R,
+                                                     embedding_dim=D, feature_names=[keys[i]])
+                                  for i in range(T)])
+    kjt = KeyedJaggedTensor.from_lengths_sync(
+        keys, ember.from_numpy(np.concatenate(ids)), ember.from_numpy(lengths.reshape(-1)))
+    bags = torch.nn.ModuleList([torch.nn.EmbeddingBag(R, D, mode="sum", sparse=True)
+                                for _ in range(T)])
+    t_in = [(torch.from_numpy(i), torch.from_numpy(np.concatenate([[0], np.cumsum(n)[:-1]])))
+            for i, n in zip(ids, lengths)]
+
+    def run_e():
+        ebc.zero_grad()
+        ebc(kjt).values().sum().backward()
+
+    def run_t():
+        bags.zero_grad()
+        sum(b(i, o).sum() for b, (i, o) in zip(bags, t_in)).backward()
+    return run_e, run_t
+
+
+@suite.figure("EBC 26x100kx64 b2048 pf10: fwd only (no grad)", unit="ms", goal=1.0)
+def forward_only():
+    import numpy as np
+    import torch
+
+    import ember
+    from ember.rec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
+
+    lengths, ids, w0 = _data()
+    keys = [f"f{i}" for i in range(T)]
+    ebc = EmbeddingBagCollection([EmbeddingBagConfig(name=f"t{i}", num_embeddings=R,
+                                                     embedding_dim=D, feature_names=[keys[i]])
+                                  for i in range(T)])
+    kjt = KeyedJaggedTensor.from_lengths_sync(
+        keys, ember.from_numpy(np.concatenate(ids)), ember.from_numpy(lengths.reshape(-1)))
+    bags = [torch.nn.EmbeddingBag(R, D, mode="sum") for _ in range(T)]
+    t_in = [(torch.from_numpy(i), torch.from_numpy(np.concatenate([[0], np.cumsum(n)[:-1]])))
+            for i, n in zip(ids, lengths)]
+
+    def run_e():
+        with ember.no_grad():
+            return ebc(kjt).values()
+
+    def run_t():
+        with torch.no_grad():
+            return torch.cat([b(i, o) for b, (i, o) in zip(bags, t_in)], 1)
+    return run_e, run_t
+
+
+def memory_check(rows=10_000_000, dim=64, batch=2048, pool=POOL):
+    """Peak allocation of a fused training step on a ``rows`` x ``dim`` table."""
+    import time
+    import tracemalloc
+
+    import numpy as np
+
+    import ember
+    from ember.rec import EmbeddingBagConfig, FusedEmbeddingBagCollection, KeyedJaggedTensor
+
+    rng = np.random.default_rng(0)
+    lengths = rng.poisson(pool, batch).clip(1, None)
+    kjt = KeyedJaggedTensor.from_lengths_sync(
+        ["f"], ember.from_numpy(rng.integers(0, rows, int(lengths.sum()))),
+        ember.from_numpy(lengths))
+    table = rows * dim * 4
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    ebc = FusedEmbeddingBagCollection(
+        [EmbeddingBagConfig(name="big", num_embeddings=rows, embedding_dim=dim,
+                            feature_names=["f"])], {"optimizer": "rowwise_adagrad", "lr": 0.01})
+    built, build_peak = tracemalloc.get_traced_memory()
+    t1 = time.perf_counter()
+    tracemalloc.reset_peak()
+    steps = []
+    for _ in range(3):
+        s = time.perf_counter()
+        ebc(kjt).values().sum().backward()
+        steps.append(time.perf_counter() - s)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"# rec memory: {rows:,} x {dim} float32 table = {table / 2**30:.2f} GiB, batch "
+          f"{batch}, ~{pool} ids per bag, fused rowwise_adagrad")
+    print(f"after build (table + {rows * 4 / 2**20:.0f} MiB row-wise state): "
+          f"{built / 2**30:.3f} GiB = {built / table:.3f}x the table; peak while building "
+          f"(init drawn in blocks) {build_peak / table:.3f}x; built in {t1 - t0:.1f} s")
+    print(f"peak during 3 training steps: {peak / 2**30:.3f} GiB = {peak / table:.3f}x the "
+          f"table (extra over the built module: {(peak - built) / 2**20:.1f} MiB); "
+          f"step {np.median(steps) * 1e3:.1f} ms; goal <= 1.2x: "
+          f"{'ok' if max(peak, build_peak) <= 1.2 * table else 'no'}")
+
+
+if __name__ == "__main__":
+    if "--memory" in sys.argv:
+        sys.argv.remove("--memory")
+        memory_check()
+    else:
+        suite.main()
