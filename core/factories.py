@@ -343,9 +343,21 @@ def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_gr
     g = _rng(generator, dev)
     if dt in (D.float32, D.float64):
         arr = g.random(shape, dtype=dt)
+    elif dt.kind == "c":  # as torch: real and imaginary parts each uniform in [0, 1)
+        arr = _complex_from(g.random(tuple(shape) + (2,), dtype=_part_dtype(dt)), dt)
     else:
         arr = g.random(shape, dtype=np.float32).astype(dt)
     return _finish(arr, requires_grad)
+
+
+def _part_dtype(dt):
+    return np.float64 if dt == D.complex128 else np.float32
+
+
+def _complex_from(pairs, dt):
+    """(..., 2) real pairs -> complex ``dt`` (..., ), one copy."""
+    xp = B.namespace(pairs)
+    return xp.ascontiguousarray(pairs).view(dt)[..., 0]
 
 
 def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False):
@@ -355,6 +367,10 @@ def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_g
     g = _rng(generator, dev)
     if dt in (D.float32, D.float64):
         arr = g.standard_normal(shape, dtype=dt)
+    elif dt.kind == "c":  # as torch: variance 1 split evenly between the two parts
+        pairs = g.standard_normal(tuple(shape) + (2,), dtype=_part_dtype(dt))
+        pairs *= np.sqrt(0.5).astype(pairs.dtype)
+        arr = _complex_from(pairs, dt)
     else:
         arr = g.standard_normal(shape, dtype=np.float32).astype(dt)
     return _finish(arr, requires_grad)

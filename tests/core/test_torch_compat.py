@@ -255,3 +255,16 @@ def test_embedding_with_padding_idx_builds_on_meta():
     e.to_empty(device="cpu")
     e.reset_parameters()
     assert e.weight[1].abs().sum().item() == 0
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_random_draws_fill_both_parts_like_torch(dtype):
+    ember.manual_seed(0)
+    r = ember.rand(20000, dtype=getattr(ember, dtype))
+    n = ember.randn(20000, dtype=getattr(ember, dtype))
+    assert r.dtype == getattr(ember, dtype) and r.shape == (20000,)
+    for part in (r.real, r.imag):
+        assert 0 <= float(part.min()) and float(part.max()) < 1
+        assert abs(float(part.mean()) - 0.5) < 0.02
+    assert abs(float((n.abs() ** 2).mean()) - 1.0) < 0.05     # torch: E|z|^2 = 1
+    assert abs(float(n.real.var()) - float(n.imag.var())) < 0.05
