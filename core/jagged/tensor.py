@@ -55,6 +55,11 @@ class JaggedTensor:
 
     __slots__ = ("_values", "_layout", "__weakref__")
 
+    def __reduce__(self):
+        # values and offsets only (subclasses with more state define their own): the
+        # layout's cached index maps are rebuilt on demand, so it crosses processes
+        return (JaggedTensor, (self.values(), self.offsets()))
+
     def __init__(self, values, offsets=None, lengths=None, *, validate=True):
         from .._tensor import Tensor
 

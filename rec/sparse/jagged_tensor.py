@@ -39,6 +39,9 @@ class JaggedTensor(_JaggedTensor):
 
     __slots__ = ("_weights",)
 
+    def __reduce__(self):
+        return (JaggedTensor, (self.values(), self._weights, None, self.offsets()))
+
     def __init__(self, values, weights=None, lengths=None, offsets=None, *, validate=True):
         values = as_tensor(values, "JaggedTensor: values")
         super().__init__(values, offsets=offsets, lengths=lengths, validate=validate)

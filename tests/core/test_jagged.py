@@ -351,3 +351,19 @@ def test_index_maps_values():
     np.testing.assert_array_equal(cut, np.where(pos < 2, seg * 2 + pos, -1))
     p2j2 = _np(jt.padded_to_jagged_index(2))
     np.testing.assert_array_equal(p2j2[cut[cut >= 0]], np.flatnonzero(cut >= 0))
+
+
+def test_jagged_tensors_pickle_for_worker_processes():
+    import pickle
+
+    from ember.rec.sparse import JaggedTensor as WeightedJagged
+
+    jt = JaggedTensor.from_tensors([ember.ones(2, 3), ember.arange(3.0).reshape(1, 3)])
+    back = pickle.loads(pickle.dumps(jt))
+    assert back.offsets().tolist() == [0, 2, 3]
+    np.testing.assert_array_equal(back.values().numpy(), jt.values().numpy())
+    w = WeightedJagged(ember.tensor([1, 2, 3]), weights=ember.tensor([0.5, 0.5, 1.0]),
+                       lengths=ember.tensor([2, 1]))
+    w2 = pickle.loads(pickle.dumps(w))
+    assert type(w2) is WeightedJagged and w2.weights().tolist() == [0.5, 0.5, 1.0]
+    assert w2.lengths().tolist() == [2, 1]
