@@ -214,6 +214,59 @@ def gelu_layer():
     return run_e, run_t
 
 
+def _softmax_pair(fn, shape):
+    import numpy as np
+    import torch
+
+    import ember
+    import ember.nn.functional as F
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape, dtype=np.float32) * 4
+    g = rng.standard_normal(shape, dtype=np.float32)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    eg, tg = ember.tensor(g), torch.tensor(g)
+
+    def run_e():
+        getattr(F, fn)(ex, -1).backward(eg)
+
+    def run_t():
+        getattr(torch.nn.functional, fn)(tx, -1).backward(tg)
+    return run_e, run_t
+
+
+@suite.figure("  softmax fwd+bwd, 32x12x128x128 (attention scores)", unit="ms")
+def softmax_layer():
+    return _softmax_pair("softmax", (32, 12, 128, 128))
+
+
+@suite.figure("  log_softmax fwd+bwd, 4096x1000", unit="ms")
+def log_softmax_layer():
+    return _softmax_pair("log_softmax", (4096, 1000))
+
+
+@suite.figure("  cross_entropy (class indices) fwd+bwd, 4096x1000", unit="ms")
+def cross_entropy_layer():
+    import numpy as np
+    import torch
+
+    import ember
+    import ember.nn.functional as F
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4096, 1000), dtype=np.float32) * 4
+    t = rng.integers(0, 1000, 4096)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    et, tt = ember.tensor(t), torch.tensor(t)
+
+    def run_e():
+        F.cross_entropy(ex, et).backward()
+
+    def run_t():
+        torch.nn.functional.cross_entropy(tx, tt).backward()
+    return run_e, run_t
+
+
 @suite.figure("ResNet-18 inference, batch 8, 224^2", unit="ms", goal=0.8, number=1)
 def resnet_inference():
     return _inference(resnet18, (8, 3, 224, 224))

@@ -50,6 +50,17 @@ def sgd_10m():
     return _pair("SGD", [(1_000_000,)] * 10, lr=1e-2, momentum=0.9)
 
 
+@suite.figure("SGD nesterov + weight decay step, 10 x 1M params", unit="ms", goal=1.0, number=3)
+def sgd_nesterov_10m():
+    return _pair("SGD", [(1_000_000,)] * 10, lr=1e-2, momentum=0.9, nesterov=True,
+                 weight_decay=1e-4)
+
+
+@suite.figure("SGD plain step (no momentum), 10 x 1M params", unit="ms", goal=1.0, number=3)
+def sgd_plain_10m():
+    return _pair("SGD", [(1_000_000,)] * 10, lr=1e-2)
+
+
 @suite.figure("Adam step, MLP 784-512-512-10 params", unit="us", goal=1.0)
 def adam_mlp():
     return _pair("Adam", [(512, 784), (512,), (512, 512), (512,), (10, 512), (10,)], lr=1e-3)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ._jit import available, cache_dir, mode, set_mode
 from ._registry import Kernel, get, lookup, names, register
-from . import activation, adam, batchnorm, depthwise, norm, scan, segment  # noqa: F401  (register; numpy only)
+from . import activation, adam, batchnorm, depthwise, norm, scan, segment, sgd, softmax  # noqa: F401  (register; numpy only)
 
 __all__ = ["Kernel", "available", "cache_dir", "get", "lookup", "mode", "names", "register",
            "set_mode"]

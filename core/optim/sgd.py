@@ -21,6 +21,9 @@ refused with sparse gradients, as in PyTorch.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from .. import kernels as _kernels
 from .._fused import effective_grad, run
 from ._util import check_flags, check_lr, check_nonneg, scalar, zeros_like
 from .optimizer import Optimizer
@@ -52,6 +55,9 @@ def _sgd_kernel(xp, a, s, h):
             g = b
     xp.multiply(g, -lr, out=u)
     p += u
+
+
+_SGD = _kernels.lookup("sgd_step")
 
 
 class SGD(Optimizer):
@@ -103,5 +109,8 @@ class SGD(Optimizer):
                     arrays += (buf.array,)
                 jobs.append((arrays, (wd, maximize, lr, momentum, damp, nesterov, first)))
                 p._bump()
-            run(_sgd_kernel, 2, jobs)
+            if jobs and type(jobs[0][0][0]) is np.ndarray and _kernels.available():
+                _SGD.cpu(jobs)   # one compiled pass per parameter (ember.kernels)
+            else:
+                run(_sgd_kernel, 2, jobs)
         return loss

@@ -31,7 +31,9 @@ from ...ops import _special
 from ...ops._util import to_tensor, wrap
 from ...ops.elementwise import apply_inplace
 from ...ops.index import where
+from ...ops.reduce import SoftmaxBackward as _SoftmaxBackward
 from ...ops.reduce import log_softmax as _log_softmax, norm as _norm, softmax as _softmax
+from ...autograd.graph import saved_output as _saved_output
 
 __all__ = [
     "threshold", "threshold_", "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu",
@@ -685,19 +687,72 @@ def _softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+class _SoftmaxKernelBackward(_SoftmaxBackward):
+    """``SoftmaxBackward`` over the last dim whose raw path (no graph being built) is the
+    compiled row-wise kernel; under ``create_graph`` it is ``SoftmaxBackward``'s, so double
+    backward keeps working."""
+
+    __slots__ = ()
+
+    def backward(self, g):
+        if STATE.enabled:
+            return _SoftmaxBackward.backward(self, g)
+        (y,) = self.unpack()
+        yd, gd = y.array, g.array
+        K = yd.shape[-1]
+        gx = _kernels.lookup("softmax_backward").cpu(
+            gd.reshape(-1, K) if gd.shape == yd.shape else
+            np.broadcast_to(gd, yd.shape).reshape(-1, K), yd.reshape(-1, K), self.log)
+        return (wrap(gx.reshape(yd.shape)),)
+
+
+_SoftmaxKernelBackward.__name__ = "SoftmaxBackward"  # grad_fn.name(): the op's, as before
+
+
+def _softmax_kernel_ok(d, dim):
+    """The compiled row-wise kernel takes float32/float64 C-contiguous numpy arrays,
+    softmax over the last dim (others: the numpy path)."""
+    if not (type(d) is np.ndarray and d.ndim >= 1 and d.size and d.dtype in _KERNEL_DTYPES
+            and d.flags.c_contiguous):
+        return False
+    try:
+        dim = int(dim)
+    except TypeError:
+        return False
+    return (dim == -1 or dim == d.ndim - 1) and _kernels.available()
+
+
+def _softmax_fn(input, dim, dtype, log):
+    if dtype is not None:
+        input = input._cast(D.to_dtype(dtype))
+    d = input.array
+    if not _softmax_kernel_ok(d, dim):
+        return (_log_softmax if log else _softmax)(input, dim, None)
+    K = d.shape[-1]
+    y = _kernels.lookup("softmax").cpu(d.reshape(-1, K), log).reshape(d.shape)
+    out = wrap(y)
+    if STATE.enabled and input.requires_grad:
+        n = new_node(_SoftmaxKernelBackward)
+        n.dims, n.log = (d.ndim - 1,), log
+        n.saved = (_saved_output(out),)
+        record(n, out, input)
+    return out
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim`` (``dtype``: cast the input first). ``dim=None``
-    applies PyTorch's legacy choice (0 for 0-, 1- and 3-D inputs, else 1) with a warning."""
+    applies PyTorch's legacy choice (0 for 0-, 1- and 3-D inputs, else 1) with a warning.
+    Over the last dim of a float32/float64 contiguous CPU array: the compiled row kernel."""
     if dim is None:
         dim = _softmax_dim("softmax", input.dim(), _stacklevel)
-    return _softmax(input, dim, dtype)
+    return _softmax_fn(input, dim, dtype, False)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """log(softmax(x)) along ``dim``, computed stably."""
+    """log(softmax(x)) along ``dim``, computed stably (the compiled row kernel as softmax)."""
     if dim is None:
         dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
-    return _log_softmax(input, dim, dtype)
+    return _softmax_fn(input, dim, dtype, True)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):

@@ -35,6 +35,7 @@ from ...autograd.grad_mode import STATE
 from ...autograd.graph import Node, new_node, record
 from ...ops import _util as U
 from ...ops._util import wrap
+from ... import kernels as _kernels
 from .activation import pairwise_distance
 from .ctc import ctc_loss
 
@@ -286,6 +287,65 @@ def _ce_class(x, target, weight, ignore_index, eps, reduction):
     return res
 
 
+class _CrossEntropyKernelBackward(CrossEntropyBackward):
+    """Class indices, no weight/smoothing, over (N, C) rows: the raw backward is the
+    compiled ``softmax - onehot`` kernel from the kept per-row logsumexp (no softmax kept);
+    under ``create_graph``, ``CrossEntropyBackward``'s differentiable formula."""
+
+    __slots__ = ("t", "lse", "scale", "ignore")
+
+    def backward(self, g):
+        (x,) = self.unpack()
+        xd = x.array
+        if not STATE.enabled:
+            gd = g.array
+            if self.reduction == "none":
+                coef = gd.reshape(-1).astype(xd.dtype, copy=False)
+            else:
+                coef = np.full(xd.shape[0], gd * (1 if self.scale is None else self.scale),
+                               xd.dtype)
+            return (wrap(_kernels.lookup("cross_entropy_backward").cpu(
+                xd, self.t, self.lse, coef, self.ignore)),)
+        tg = _Targets("cross_entropy", xd, self.t, None, self.ignore)
+        b = _fold(tg.wt, tg.valid, self.scale)
+        r = _r_t(g, self.reduction, xd.shape)
+        p = x.softmax(1)
+        return ((p * wrap(b[:, None]) - wrap(tg.onehot(b))) * r,)
+
+
+_CrossEntropyKernelBackward.__name__ = "CrossEntropyBackward"  # grad_fn.name(): the op's
+
+
+def _ce_kernel_ok(x, weight, eps):
+    d = x.array
+    return (weight is None and not eps and type(d) is np.ndarray and d.ndim == 2
+            and d.shape[1] > 0 and d.dtype in (np.float32, np.float64) and d.flags.c_contiguous
+            and _kernels.available())
+
+
+def _ce_class_kernel(x, target, ignore_index, reduction):
+    """Fused log-softmax + NLL per row by the compiled kernel ((N, C) logits, class-index
+    targets, no weight, no smoothing)."""
+    xd, td = x.array, target.array
+    C = xd.shape[1]
+    valid = td != ignore_index
+    bad = valid & ((td < 0) | (td >= C))
+    if bool(bad.any()):
+        v = int(td[bad].ravel()[0])
+        raise IndexError(f"Target {v} is out of bounds. cross_entropy: expected target class "
+                         f"indices in [0, {C - 1}] (or ignore_index={ignore_index})")
+    t = td.astype(np.int64, copy=False)
+    loss, lse = _kernels.lookup("cross_entropy").cpu(xd, t, ignore_index)
+    out, scale = _reduced(loss, reduction, np.count_nonzero(valid), xd.dtype)
+    res = wrap(out)
+    if STATE.enabled and x.requires_grad:
+        n = new_node(_CrossEntropyKernelBackward)
+        n.t, n.lse, n.scale, n.ignore, n.reduction = t, lse, scale, ignore_index, reduction
+        n.save(x)
+        record(n, res, x)
+    return res
+
+
 class CrossEntropyProbBackward(Node):
     """Probability targets: loss = -sum_c w_c q'_c logp_c with q' = q (1 - eps) + eps / C."""
 
@@ -417,6 +477,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         out = _ce_class(input.reshape(1, -1), target.reshape(1), weight, ignore_index, eps,
                         reduction)
         return out.reshape(()) if reduction == "none" else out
+    if _ce_kernel_ok(input, weight, eps):
+        return _ce_class_kernel(input, target, ignore_index, reduction)
     return _ce_class(input, target, weight, ignore_index, eps, reduction)
 
 
