@@ -91,7 +91,7 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, SpecialOp
         """Wrap an array (no copy, no checks): the constructor every op uses."""
         if data.__class__ is not _ndarray and isinstance(data, _generic):
             data = _asarray(data)
-        t = _new(Tensor)
+        t = _new(Tensor)  # the body of _bare, inline: this is every op's hot path
         t.array = data
         t.requires_grad = False
         t.grad = None
@@ -101,6 +101,12 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, SpecialOp
         t._base = None
         t._hooks = None
         return t
+
+    @staticmethod
+    def _make_as(cls, data):
+        """``_make`` for a subclass ``cls`` (vision's typed parts, audio's chunks): an instance
+        over ``data`` with no copy and no checks; subclass slots are left for the caller."""
+        return _bare(cls, data)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -544,6 +550,19 @@ class Tensor(ElementwiseOps, ReduceOps, ShapeOps, IndexOps, LinalgOps, SpecialOp
 
 
 _new = object.__new__
+
+
+def _bare(cls, data):
+    t = _new(cls)
+    t.array = data
+    t.requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._out_nr = 0
+    t._version = None
+    t._base = None
+    t._hooks = None
+    return t
 
 
 def _autograd_backward(*args, **kwargs):

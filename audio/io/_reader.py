@@ -106,15 +106,7 @@ ChunkTensor = _chunk_class()
 
 
 def _chunk(arr, pts):
-    t = ChunkTensor.__new__(ChunkTensor)
-    t.array = arr
-    t.requires_grad = False
-    t.grad = None
-    t.grad_fn = None
-    t._out_nr = 0
-    t._version = None
-    t._base = None
-    t._hooks = None
+    t = ChunkTensor._make_as(ChunkTensor, arr)
     t.pts = pts
     return t
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 
 import ember
-from ember._tensor import Tensor, _new
+from ember._tensor import Tensor
 
 
 def _array(data, dtype=None, device=None, copy=False):
@@ -32,16 +32,7 @@ def _array(data, dtype=None, device=None, copy=False):
 
 def _bare(cls, array):
     """A ``cls`` instance over ``array`` (no copy, no checks), like ``Tensor._make``."""
-    t = _new(cls)
-    t.array = array
-    t.requires_grad = False
-    t.grad = None
-    t.grad_fn = None
-    t._out_nr = 0
-    t._version = None
-    t._base = None
-    t._hooks = None
-    return t
+    return Tensor._make_as(cls, array)
 
 
 class TVTensor(Tensor):
