@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import time
 import traceback
 
 from .mpi_backend import MPIBackend
@@ -167,6 +168,9 @@ def _abort_on_error(etype, value, tb):
         traceback.print_exception(etype, value, tb, file=sys.stderr)
         sys.stderr.flush()
         sys.stdout.flush()
+        # the launcher forwards our output through a pipe; an abort right away can tear the
+        # job down before it has passed the message on (seen under load: an empty log)
+        time.sleep(0.2)
     finally:
         if world is not None and hasattr(world.impl, "abort"):
             world.impl.abort()
