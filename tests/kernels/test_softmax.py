@@ -12,14 +12,6 @@ import ember
 import ember.nn.functional as F
 from ember import kernels
 
-@pytest.fixture(autouse=True)
-def _compiled_mode():
-    """The compiled path even under ``EMBER_KERNELS=numpy`` (restored afterwards)."""
-    old = kernels.set_mode("auto")
-    yield
-    kernels.set_mode(old)
-
-
 needs_numba = pytest.mark.skipif(
     importlib.util.find_spec("numba") is None,
     reason="numba is not installed: only the numpy references can be tested")
