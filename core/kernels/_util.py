@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._fused import _real_views
 from .._parallel import parallel_for, split_threads
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -45,3 +46,48 @@ def pair(v, what):
             raise ValueError(f"{what}: expected 2 values, got {v!r}")
         return int(v[0]), int(v[1])
     return int(v), int(v)
+
+
+# ----------------------------------------------------------------------------- optimizer steps
+STEP_BLOCK = 65536  # elements per unit of threaded work in the optimizer-step kernels
+
+
+def real_views(arrays):
+    """Complex parameters update their real and imaginary parts as separate reals (torch's
+    ``view_as_real``), as ember's optimizer engine does."""
+    return _real_views(arrays) if arrays[0].dtype.kind == "c" else arrays
+
+
+def _steppable(arrays):
+    a0 = arrays[0]
+    return (type(a0) is np.ndarray and a0.dtype in FLOATS
+            and all(type(a) is np.ndarray and a.dtype == a0.dtype and a.shape == a0.shape
+                    and a.flags.c_contiguous for a in arrays))
+
+
+def run_step_jobs(jobs, reference_one, kernel_for):
+    """An optimizer step over ``jobs`` (``(arrays, hyper)`` per parameter), compiled: every
+    parameter is cut into blocks of ``STEP_BLOCK`` elements and the blocks of all parameters
+    are spread over ember's threads. ``kernel_for(flat_arrays, hyper)`` gives ``(fn, args)``
+    with ``fn(*args, lo, hi)`` updating elements ``lo..hi``; jobs the kernels do not take
+    (float16, non-contiguous) run ``reference_one(arrays, hyper)``."""
+    units = []
+    total = 0
+    for arrays, hyper in jobs:
+        arrays = real_views(arrays)
+        if not _steppable(arrays):
+            reference_one(arrays, hyper)
+            continue
+        flat = tuple(a.reshape(-1) for a in arrays)
+        fn, args = kernel_for(flat, hyper)
+        n = flat[0].size
+        for lo in range(0, n, STEP_BLOCK):
+            units.append((fn, args, lo, min(lo + STEP_BLOCK, n)))
+        total += n
+
+    def run(lo, hi):
+        for fn, args, a, b in units[lo:hi]:
+            fn(*args, a, b)
+
+    if units:
+        split(run, len(units), total)

@@ -29,15 +29,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._fused import _real_views
 from ._jit import jit
 from ._registry import register
-from ._util import FLOATS, split
+from ._util import FLOATS, real_views as _real, run_step_jobs
 
 __all__ = ["adam_step"]
-
-BLOCK = 65536  # elements per unit of threaded work
-
 
 # ----------------------------------------------------------------------------- reference
 
@@ -60,12 +56,6 @@ def _reference_one(arrays, hyper):
         np.maximum(arrays[4], v, out=arrays[4])
         v = arrays[4]
     p += (m / (np.sqrt(v) + eps_s)) * k
-
-
-def _real(arrays):
-    """Complex parameters update their real and imaginary parts as separate reals (torch's
-    ``view_as_real``), as ember's optimizer engine does."""
-    return _real_views(arrays) if arrays[0].dtype.kind == "c" else arrays
 
 
 def adam_step_reference(jobs):
@@ -119,41 +109,19 @@ def _adam_ams(p, g, m, v, vmax, decay, wd, sign, w1, lerp_lo, b2, c2, eps_s, k, 
         ps[i] = pi + (mi / (np.sqrt(vm) + eps_s)) * k
 
 
-def _compiled(arrays):
-    a0 = arrays[0]
-    return (type(a0) is np.ndarray and a0.dtype in FLOATS
-            and all(type(a) is np.ndarray and a.dtype == a0.dtype and a.shape == a0.shape
-                    and a.flags.c_contiguous for a in arrays))
+def _adam_args(flat, hyper):
+    dt = flat[0].dtype.type
+    decay, wd, maximize, w1, b2, c2, eps_s, k = hyper
+    fn = _adam_ams if len(flat) == 5 else _adam
+    return fn, flat + (dt(decay), dt(wd), dt(-1.0 if maximize else 1.0), dt(w1), w1 < 0.5,
+                       dt(b2), dt(c2), dt(eps_s), dt(k))
 
 
 def adam_step(jobs):
     """Apply each job's update in place, compiled: one pass per parameter (see the module
     doc). Complex parameters run as real views; jobs the kernel does not take (float16,
     non-contiguous) run the reference."""
-    units = []
-    total = 0
-    for arrays, hyper in jobs:
-        arrays = _real(arrays)
-        if not _compiled(arrays):
-            _reference_one(arrays, hyper)
-            continue
-        dt = arrays[0].dtype.type
-        decay, wd, maximize, w1, b2, c2, eps_s, k = hyper
-        flat = tuple(a.reshape(-1) for a in arrays)
-        fn = _adam_ams if len(flat) == 5 else _adam
-        args = flat + (dt(decay), dt(wd), dt(-1.0 if maximize else 1.0), dt(w1), w1 < 0.5,
-                       dt(b2), dt(c2), dt(eps_s), dt(k))
-        n = flat[0].size
-        for lo in range(0, n, BLOCK):
-            units.append((fn, args, lo, min(lo + BLOCK, n)))
-        total += n
-
-    def run(lo, hi):
-        for fn, args, a, b in units[lo:hi]:
-            fn(*args, a, b)
-
-    if units:
-        split(run, len(units), total)
+    run_step_jobs(jobs, _reference_one, _adam_args)
 
 
 # ----------------------------------------------------------------------------- CUDA

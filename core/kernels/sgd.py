@@ -26,8 +26,7 @@ import numpy as np
 
 from ._jit import jit
 from ._registry import register
-from ._util import FLOATS, split
-from .adam import BLOCK, _real
+from ._util import real_views as _real, run_step_jobs
 
 __all__ = ["sgd_step"]
 
@@ -114,46 +113,25 @@ def _sgd_mom(p, g, b, wd, sign, lr, mom, damp, nesterov, first, lo, hi):
             ps[i] = pi - lr * bi
 
 
-def _compiled(arrays):
-    a0 = arrays[0]
-    return (type(a0) is np.ndarray and a0.dtype in FLOATS
-            and all(type(a) is np.ndarray and a.dtype == a0.dtype and a.shape == a0.shape
-                    and a.flags.c_contiguous for a in arrays))
+def _sgd_args(flat, hyper):
+    dt = flat[0].dtype.type
+    wd, maximize, lr, momentum, damp, nesterov, first = hyper
+    sign = dt(-1.0 if maximize else 1.0)
+    if len(flat) == 3:
+        fn = _sgd_mom
+        args = flat + (dt(wd), sign, dt(lr), dt(momentum), dt(damp), bool(nesterov),
+                       bool(first))
+    else:
+        fn = _sgd
+        args = flat + (dt(wd), sign, dt(lr))
+    return fn, args
 
 
 def sgd_step(jobs):
     """Apply each job's update in place, compiled: one pass per parameter (see the module
     doc). Complex parameters run as real views; jobs the kernel does not take (float16,
     non-contiguous) run the reference."""
-    units = []
-    total = 0
-    for arrays, hyper in jobs:
-        arrays = _real(arrays)
-        if not _compiled(arrays):
-            _reference_one(arrays, hyper)
-            continue
-        dt = arrays[0].dtype.type
-        wd, maximize, lr, momentum, damp, nesterov, first = hyper
-        flat = tuple(a.reshape(-1) for a in arrays)
-        sign = dt(-1.0 if maximize else 1.0)
-        if len(flat) == 3:
-            fn = _sgd_mom
-            args = flat + (dt(wd), sign, dt(lr), dt(momentum), dt(damp), bool(nesterov),
-                           bool(first))
-        else:
-            fn = _sgd
-            args = flat + (dt(wd), sign, dt(lr))
-        n = flat[0].size
-        for lo in range(0, n, BLOCK):
-            units.append((fn, args, lo, min(lo + BLOCK, n)))
-        total += n
-
-    def run(lo, hi):
-        for fn, args, a, b in units[lo:hi]:
-            fn(*args, a, b)
-
-    if units:
-        split(run, len(units), total)
+    run_step_jobs(jobs, _reference_one, _sgd_args)
 
 
 register("sgd_step", reference=sgd_step_reference, cpu=sgd_step)
