@@ -12,6 +12,19 @@ from ember.vision import tv_tensors
 from ember.vision.transforms import v2
 from ember.vision.transforms.v2 import functional as F
 
+
+def _load_cases():
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), "fixtures", "v2_cases.py")
+    spec = importlib.util.spec_from_file_location("v2_cases", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_CASES = _load_cases()
+
 FIX = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures",
                            "transforms_v2.npz"))
 H, W = 24, 32
@@ -61,29 +74,8 @@ def inp():
             "mask": tv_tensors.Mask(FIX["in/mask"])}
 
 
-# name -> fn(x, **interpolation); the same calls as the fixture generator
-GEO = {
-    "affine": lambda x, **k: F.affine(x, angle=15.0, translate=[2, -1], scale=1.1,
-                                      shear=[5.0, 3.0], **k),
-    "affine_center": lambda x, **k: F.affine(x, angle=-25.0, translate=[0, 0], scale=0.9,
-                                             shear=[0.0, 0.0], center=[5, 7], **k),
-    "affine_fill": lambda x, **k: F.affine(x, angle=40.0, translate=[3, 2], scale=0.8,
-                                           shear=[0.0, 0.0], fill=[10, 200, 30], **k),
-    "rotate": lambda x, **k: F.rotate(x, 30.0, **k),
-    "rotate_expand": lambda x, **k: F.rotate(x, 30.0, expand=True, **k),
-    "rotate_center": lambda x, **k: F.rotate(x, -50.0, center=[8, 6], **k),
-    "rotate_expand_m70": lambda x, **k: F.rotate(x, -70.0, expand=True, fill=[5, 6, 7], **k),
-    "perspective": lambda x, **k: F.perspective(x, [[0, 0], [31, 0], [31, 23], [0, 23]],
-                                                [[2, 1], [29, 3], [30, 22], [1, 20]], **k),
-    "resized_crop": lambda x, **k: F.resized_crop(x, 3, 5, 15, 20, [17, 13]),
-    "resize": lambda x, **k: F.resize(x, [13, 45]),
-    "crop": lambda x, **k: F.crop(x, -2, 4, 20, 30),
-    "center_crop": lambda x, **k: F.center_crop(x, [15, 41]),
-    "pad": lambda x, **k: F.pad(x, [1, 2, 3, 4]),
-    "hflip": lambda x, **k: F.horizontal_flip(x),
-    "vflip": lambda x, **k: F.vertical_flip(x),
-}
-WARPS = ("affine", "rotate", "perspective")
+GEO = _CASES.geometry_calls(F)  # name -> fn(x, **interpolation), as the generator calls
+WARPS = _CASES.WARPS
 IMAGE_CASES = [(n, i, kind) for n in GEO for i in ("nearest", "bilinear") for kind in
                ("tensor", "pil") if f"geo/{n}/{i}/{kind}" in FIX.files]
 
