@@ -25,6 +25,17 @@ def _window(window_fn, win_length, wkwargs):
     return window_fn(win_length) if wkwargs is None else window_fn(win_length, **wkwargs)
 
 
+def _set_frames(module, n_fft, win_length, hop_length, window_fn=None, wkwargs=None):
+    """The STFT framing every spectral transform keeps, with torchaudio's defaults:
+    ``win_length`` = ``n_fft``, ``hop_length`` = ``win_length // 2``; and the ``window`` buffer
+    when ``window_fn`` is given."""
+    module.n_fft = n_fft
+    module.win_length = win_length if win_length is not None else n_fft
+    module.hop_length = hop_length if hop_length is not None else module.win_length // 2
+    if window_fn is not None:
+        module.register_buffer("window", _window(window_fn, module.win_length, wkwargs))
+
+
 class Spectrogram(nn.Module):
     """Waveform (..., time) -> spectrogram (..., n_fft // 2 + 1, frames): ``|STFT|^power``,
     or the complex STFT with ``power=None``.
@@ -37,10 +48,7 @@ class Spectrogram(nn.Module):
                  window_fn=ember.hann_window, power=2.0, normalized=False, wkwargs=None,
                  center=True, pad_mode="reflect", onesided=True, return_complex=None):
         super().__init__()
-        self.n_fft = n_fft
-        self.win_length = win_length if win_length is not None else n_fft
-        self.hop_length = hop_length if hop_length is not None else self.win_length // 2
-        self.register_buffer("window", _window(window_fn, self.win_length, wkwargs))
+        _set_frames(self, n_fft, win_length, hop_length, window_fn, wkwargs)
         self.pad = pad
         self.power = power
         self.normalized = normalized
@@ -69,10 +77,7 @@ class InverseSpectrogram(nn.Module):
                  window_fn=ember.hann_window, normalized=False, wkwargs=None, center=True,
                  pad_mode="reflect", onesided=True):
         super().__init__()
-        self.n_fft = n_fft
-        self.win_length = win_length if win_length is not None else n_fft
-        self.hop_length = hop_length if hop_length is not None else self.win_length // 2
-        self.register_buffer("window", _window(window_fn, self.win_length, wkwargs))
+        _set_frames(self, n_fft, win_length, hop_length, window_fn, wkwargs)
         self.pad = pad
         self.normalized = normalized
         self.center = center
@@ -95,11 +100,8 @@ class GriffinLim(nn.Module):
         super().__init__()
         if not 0 <= momentum < 1:
             raise ValueError(f"momentum must be in the range [0, 1). Found: {momentum}")
-        self.n_fft = n_fft
         self.n_iter = n_iter
-        self.win_length = win_length if win_length is not None else n_fft
-        self.hop_length = hop_length if hop_length is not None else self.win_length // 2
-        self.register_buffer("window", _window(window_fn, self.win_length, wkwargs))
+        _set_frames(self, n_fft, win_length, hop_length, window_fn, wkwargs)
         self.length = length
         self.power = power
         self.momentum = momentum
@@ -204,9 +206,7 @@ class MelSpectrogram(nn.Module):
             warnings.warn("onesided is deprecated (and ignored): the spectrogram is always "
                           "one-sided here", DeprecationWarning, stacklevel=2)
         self.sample_rate = sample_rate
-        self.n_fft = n_fft
-        self.win_length = win_length if win_length is not None else n_fft
-        self.hop_length = hop_length if hop_length is not None else self.win_length // 2
+        _set_frames(self, n_fft, win_length, hop_length)
         self.pad = pad
         self.power = power
         self.normalized = normalized
