@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import inspect
 import os
-import pickle
 import time
 
 import ember
 from ember.data import DataLoader
 
-from ember.recipes._checkpoint import Checkpointer, capture_rng, restore_rng
 from ember.recipes._config import ConfigError, instantiate, resolve_component
-from ember.recipes._metrics import MetricLogger, plot_curves
+from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun
 from ember.recipes._registry import register_recipe
-from ember.recipes._runtime import (EXIT_INTERRUPTED, TRAINING_OUTPUTS, Interrupt, command_line,
-                                    dist_info, final_lines, progress, setup_run)
+from ember.recipes._runtime import command_line
 from ember.recipes._weights import save_weights
 from ember.vision.models.digits import SmallCNN as _SmallCNN
 
@@ -121,12 +118,8 @@ def _scheduler(cfg, opt, total_steps):
 @register_recipe("classify")
 def main(cfg):
     """Train per ``cfg`` (see ``configs/classify.yaml``); returns the exit code."""
-    t_start = time.perf_counter()
-    rank, world = dist_info()
-    out = setup_run(cfg, "classify", rank, outputs=TRAINING_OUTPUTS)
-    device = ember.device(cfg.get("device") or "cpu")
-    quiet = bool(cfg.get("quiet")) or rank != 0
-    seed = int(cfg.get("seed", 0))
+    run = TrainingRun(cfg, "classify")
+    rank, world, device, seed = run.rank, run.world, run.device, run.seed
 
     train_ds = instantiate(cfg["train_data"])
     test_ds = instantiate(cfg["test_data"])
@@ -161,56 +154,26 @@ def main(cfg):
     per_step = interval == "step"
     loss_fn = instantiate(cfg["loss"])
 
-    ck_cfg = cfg.get("checkpoint") or {}
-    ckpt = Checkpointer(os.path.join(out, "checkpoints"), ck_cfg.get("keep_last", 2))
-    every_steps = ck_cfg.get("every_n_steps")
-    every_epochs = ck_cfg.get("every_n_epochs")
-    epoch, step, sums, state = 0, 0, [0.0, 0, 0], None
-    if cfg.get("resume"):
-        state = ckpt.load_latest()
-        if state is None:
-            print(f"resume=true but no checkpoint in {ckpt.directory}: starting from scratch")
-    if state is not None:
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        if sched is not None:
-            sched.load_state_dict(state["scheduler"])
-        loader.load_state_dict(pickle.loads(state["loader"]))
-        restore_rng(state["rng"])
-        epoch, step, sums = int(state["epoch"]), int(state["step"]), list(state["sums"])
-        print(f"resumed from {ckpt.latest()} (epoch {epoch + 1}, step {step})")
-    log = MetricLogger(os.path.join(out, "metrics.csv"),
-                       resume_step=step if state is not None else None,
-                       tensorboard_dir=os.path.join(out, "tb")) if rank == 0 else None
-
-    def checkpoint():
-        if rank != 0:
-            return None
-        return ckpt.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                          "scheduler": sched.state_dict() if sched is not None else None,
-                          "loader": pickle.dumps(loader.state_dict()), "rng": capture_rng(),
-                          "epoch": epoch, "step": step, "sums": list(sums)}, step)
-
-    def interrupted():
-        """Ctrl-C was pressed: save where we are, say how to continue, exit code 130."""
-        path = checkpoint()
-        if rank == 0:
-            log.close()
-            print(f"\ninterrupted at step {step}: checkpoint saved to {path}\n"
-                  f"continue with: {command_line()} resume=true", flush=True)
-        return EXIT_INTERRUPTED
+    run.counters = {"loss": 0.0, "correct": 0, "seen": 0}
+    run.track(model=model, optimizer=opt, scheduler=sched)
+    run.track(loader=loader, pickled=True)
+    run.restore()
+    sums = run.counters
 
     test_acc = None
     net.train()
-    with Interrupt() as stop:
-        while epoch < epochs:
-            done_in_epoch = step - epoch * steps_per_epoch
-            bar = progress(steps_per_epoch, f"epoch {epoch + 1}/{epochs}", quiet,
-                           initial=done_in_epoch)
-            t0, seen0 = time.perf_counter(), sums[2]
+    with run:
+        for epoch in run.epochs(epochs):
+            t0, seen0 = time.perf_counter(), sums["seen"]
             if sampler is not None:
                 sampler.set_epoch(epoch)
-            for batch in loader:
+
+            def postfix():
+                rate = (sums["seen"] - seen0) / max(time.perf_counter() - t0, 1e-9)
+                return {"loss": f"{sums['loss'] / sums['seen']:.4f}",
+                        "acc": f"{sums['correct'] / sums['seen']:.3f}", "img_s": f"{rate:.0f}"}
+
+            for batch in run.batches(loader, steps_per_epoch, postfix):
                 x, y = _to(batch, device)
                 logits = net(x)
                 loss = loss_fn(logits, y)
@@ -219,62 +182,31 @@ def main(cfg):
                 opt.step()
                 if sched is not None and per_step:
                     sched.step()
-                step += 1
                 n = int(y.shape[0])
-                sums[0] += float(loss.item()) * n
-                sums[1] += int((logits.detach().argmax(1) == y).sum().item())
-                sums[2] += n
-                if bar is not None:
-                    bar.update(1)
-                    if step % 5 == 0 or step % steps_per_epoch == 0:
-                        rate = (sums[2] - seen0) / max(time.perf_counter() - t0, 1e-9)
-                        bar.set_postfix(loss=f"{sums[0] / sums[2]:.4f}",
-                                        acc=f"{sums[1] / sums[2]:.3f}", img_s=f"{rate:.0f}")
-                if every_steps and step % int(every_steps) == 0:
-                    checkpoint()
-                if stop.requested:
-                    if bar is not None:
-                        bar.close()
-                    return interrupted()
-            if bar is not None:
-                bar.close()
+                sums["loss"] += float(loss.item()) * n
+                sums["correct"] += int((logits.detach().argmax(1) == y).sum().item())
+                sums["seen"] += n
             if sched is not None and not per_step:
                 sched.step()
             test_loss, acc, _ = evaluate_model(model, test_loader, loss_fn, device)
             test_acc = acc[1]
-            row = {"epoch": epoch + 1, "step": step, "lr": float(opt.param_groups[0]["lr"]),
-                   "train_loss": sums[0] / max(sums[2], 1), "train_acc": sums[1] / max(sums[2], 1),
-                   "test_loss": test_loss, "test_acc": test_acc}
-            if rank == 0:
-                log.log(row)
-                if quiet:
-                    print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
-                                   for k, v in row.items()), flush=True)
-            epoch += 1
-            sums = [0.0, 0, 0]
-            if every_epochs and epoch % int(every_epochs) == 0:
-                checkpoint()
-            if stop.requested:  # pressed during the evaluation: stop at the epoch boundary
-                return interrupted()
+            seen = max(sums["seen"], 1)
+            run.end_epoch({"lr": float(opt.param_groups[0]["lr"]),
+                           "train_loss": sums["loss"] / seen, "train_acc": sums["correct"] / seen,
+                           "test_loss": test_loss, "test_acc": test_acc})
+            sums = run.counters
+    if run.interrupted:
+        return EXIT_INTERRUPTED
     if rank != 0:
         return 0
-    log.close()
     if test_acc is None:   # resumed after the last epoch: report the logged figure
-        from ._metrics import read_csv
-
-        rows = read_csv(log.path)
-        test_acc = float(rows[-1]["test_acc"]) if rows else float("nan")
+        test_acc = run.last_logged("test_acc")
     meta = {"categories": categories or None, "recipe": "ember run classify",
             "command": command_line(), "dataset": type(test_ds).__name__,
             "_metrics": {type(test_ds).__name__: {"acc@1": round(100 * test_acc, 3)}},
             "epochs": epochs, "seed": seed, "transforms": cfg.get("transforms"),
             **_input_meta(train_ds)}
-    manifest = save_weights(out, model, cfg["model"], cfg.get("transforms"), meta)
-    plot = plot_curves(log.path, os.path.join(out, "metrics.png"))
-    elapsed = time.perf_counter() - t_start
-    print(f"\ndone in {elapsed:.1f} s: test accuracy {100 * test_acc:.2f}%")
-    final_lines([("weights", os.path.join(out, "model.safetensors")),
-                 ("manifest", manifest), ("metrics", log.path), ("plot", plot),
-                 ("config", os.path.join(out, "config.yaml")),
-                 ("checkpoints", ckpt.directory)])
+    manifest = save_weights(run.out, model, cfg["model"], cfg.get("transforms"), meta)
+    run.finish(f"test accuracy {100 * test_acc:.2f}%",
+               [("weights", os.path.join(run.out, "model.safetensors")), ("manifest", manifest)])
     return 0

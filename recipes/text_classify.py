@@ -27,7 +27,6 @@ from __future__ import annotations
 import csv
 import inspect
 import os
-import pickle
 import time
 
 import numpy as np
@@ -36,12 +35,10 @@ import ember
 from ember import nn
 from ember.data import DataLoader, IterableWrapper, drain_skips
 
-from ember.recipes._checkpoint import Checkpointer, capture_rng, restore_rng
 from ember.recipes._config import ConfigError, instantiate, resolve_component
-from ember.recipes._metrics import MetricLogger, plot_curves, read_csv
+from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun
 from ember.recipes._registry import register_recipe
-from ember.recipes._runtime import (EXIT_INTERRUPTED, TRAINING_OUTPUTS, Interrupt, command_line,
-                                    final_lines, progress, setup_run)
+from ember.recipes._runtime import TRAINING_OUTPUTS, command_line
 from ember.recipes._weights import save_weights
 
 __all__ = ["TextClassifier", "small_encoder", "pretrained_encoder", "build_classifier",
@@ -385,19 +382,10 @@ def _tokenizer(cfg, out, train_texts, resume_state):
 @register_recipe("text_classify")
 def main(cfg):
     """Train per ``cfg`` (see ``configs/text_classify.yaml``); returns the exit code."""
-    t_start = time.perf_counter()
     data_source(cfg.get("data") or {})   # a config without data fails before anything is written
-    out = setup_run(cfg, "text_classify", outputs=OUTPUTS)
-    device = ember.device(cfg.get("device") or "cpu")
-    quiet = bool(cfg.get("quiet"))
-    seed = int(cfg.get("seed", 0))
-    ckpt_cfg = cfg.get("checkpoint") or {}
-    ckpt = Checkpointer(os.path.join(out, "checkpoints"), ckpt_cfg.get("keep_last", 2))
-    state = None
-    if cfg.get("resume"):
-        state = ckpt.load_latest()
-        if state is None:
-            print(f"resume=true but no checkpoint in {ckpt.directory}: starting from scratch")
+    run = TrainingRun(cfg, "text_classify", outputs=OUTPUTS, distributed=False)
+    out, device, seed = run.out, run.device, run.seed
+    state = run.resume_state
 
     train, test, classes = load_text_data(cfg.get("data") or {})
     head = cfg.get("head") or {}
@@ -443,47 +431,34 @@ def main(cfg):
     opt = instantiate(cfg["optimizer"], model.parameters())
     sched = _scheduler(cfg, opt, epochs * steps_per_epoch)
     loss_fn = instantiate(cfg.get("loss") or {"_component_": "ember.nn.CrossEntropyLoss"})
-    every_steps, every_epochs = ckpt_cfg.get("every_n_steps"), ckpt_cfg.get("every_n_epochs")
 
-    epoch, step, sums = 0, 0, [0.0, 0, 0]
     if state is not None:
-        if list(state["classes"]) != list(classes) or int(state["num_train"]) != len(seqs):
+        extra = state.get("extra") or {}
+        if list(extra.get("classes", ())) != list(classes) or \
+                int(extra.get("num_train", -1)) != len(seqs):
             raise ConfigError(f"resume=true: the data differs from the checkpoint's "
-                              f"({state['num_train']} texts, classes {list(state['classes'])})")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        if sched is not None:
-            sched.load_state_dict(state["scheduler"])
-        loader.load_state_dict(pickle.loads(state["loader"]))
-        restore_rng(state["rng"])
-        epoch, step, sums = int(state["epoch"]), int(state["step"]), list(state["sums"])
-        print(f"resumed from {ckpt.latest()} (epoch {epoch + 1}, step {step})")
-    log = MetricLogger(os.path.join(out, "metrics.csv"),
-                       resume_step=step if state is not None else None,
-                       tensorboard_dir=os.path.join(out, "tb"))
-
-    def checkpoint():
-        return ckpt.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                          "scheduler": sched.state_dict() if sched is not None else None,
-                          "loader": pickle.dumps(loader.state_dict()), "rng": capture_rng(),
-                          "epoch": epoch, "step": step, "sums": list(sums),
-                          "classes": list(classes), "num_train": len(seqs)}, step)
-
-    def interrupted():
-        path = checkpoint()
-        log.close()
-        print(f"\ninterrupted at step {step}: checkpoint saved to {path}\n"
-              f"continue with: {command_line()} resume=true", flush=True)
-        return EXIT_INTERRUPTED
+                              f"({extra.get('num_train')} texts, classes "
+                              f"{list(extra.get('classes', ()))})")
+    run.extra = {"classes": list(classes), "num_train": len(seqs)}
+    run.counters = {"loss": 0.0, "correct": 0, "seen": 0}
+    run.track(model=model, optimizer=opt, scheduler=sched)
+    run.track(loader=loader, pickled=True)
+    run.restore()
+    sums = run.counters
 
     accuracy, conf = None, None
     model.train()
-    with Interrupt() as stop:
-        while epoch < epochs:
-            bar = progress(steps_per_epoch, f"epoch {epoch + 1}/{epochs}", quiet,
-                           initial=step - epoch * steps_per_epoch)
-            t0, seen0 = time.perf_counter(), sums[2]
-            for batch in loader:
+    with run:
+        for _ in run.epochs(epochs):
+            t0, seen0 = time.perf_counter(), sums["seen"]
+
+            def postfix():
+                rate = (sums["seen"] - seen0) / max(time.perf_counter() - t0, 1e-9)
+                return {"loss": f"{sums['loss'] / sums['seen']:.4f}",
+                        "acc": f"{sums['correct'] / sums['seen']:.3f}",
+                        "texts_s": f"{rate:.0f}"}
+
+            for batch in run.batches(loader, steps_per_epoch, postfix):
                 y = batch.labels.to(device)
                 logits = model(batch.ids)
                 loss = loss_fn(logits, y)
@@ -492,49 +467,25 @@ def main(cfg):
                 opt.step()
                 if sched is not None:
                     sched.step()
-                step += 1
                 n = int(y.shape[0])
-                sums[0] += float(loss.item()) * n
-                sums[1] += int((logits.detach().argmax(1) == y).sum().item())
-                sums[2] += n
-                if bar is not None:
-                    bar.update(1)
-                    rate = (sums[2] - seen0) / max(time.perf_counter() - t0, 1e-9)
-                    bar.set_postfix(loss=f"{sums[0] / sums[2]:.4f}",
-                                    acc=f"{sums[1] / sums[2]:.3f}", texts_s=f"{rate:.0f}")
-                if every_steps and step % int(every_steps) == 0:
-                    checkpoint()
-                if stop.requested:
-                    if bar is not None:
-                        bar.close()
-                    return interrupted()
-            if bar is not None:
-                bar.close()
+                sums["loss"] += float(loss.item()) * n
+                sums["correct"] += int((logits.detach().argmax(1) == y).sum().item())
+                sums["seen"] += n
             test_loss, accuracy, conf = evaluate(model, test_seqs, test_labels,
                                                  int(cfg.get("eval_batch_size", 128)), loss_fn,
                                                  len(classes), device)
-            row = {"epoch": epoch + 1, "step": step, "lr": float(opt.param_groups[0]["lr"]),
-                   "train_loss": sums[0] / max(sums[2], 1),
-                   "train_acc": sums[1] / max(sums[2], 1), "test_loss": test_loss,
-                   "accuracy": accuracy}
-            log.log(row)
-            if quiet:
-                print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
-                               for k, v in row.items()), flush=True)
-            epoch += 1
-            sums = [0.0, 0, 0]
-            if every_epochs and epoch % int(every_epochs) == 0:
-                checkpoint()
-            if stop.requested:
-                return interrupted()
-    log.close()
+            seen = max(sums["seen"], 1)
+            run.end_epoch({"lr": float(opt.param_groups[0]["lr"]),
+                           "train_loss": sums["loss"] / seen, "train_acc": sums["correct"] / seen,
+                           "test_loss": test_loss, "accuracy": accuracy})
+            sums = run.counters
+    if run.interrupted:
+        return EXIT_INTERRUPTED
     if conf is None:   # resumed after the last epoch: evaluate the trained model once more
         _, accuracy, conf = evaluate(model, test_seqs, test_labels,
                                      int(cfg.get("eval_batch_size", 128)), loss_fn,
                                      len(classes), device)
-        rows = read_csv(log.path)
-        if rows:
-            accuracy = float(rows[-1]["accuracy"])
+        accuracy = run.last_logged("accuracy", accuracy)
     conf_path = os.path.join(out, "confusion.csv")
     _write_confusion(conf_path, conf, classes)
     tok_path = os.path.join(out, "tokenizer.json")
@@ -555,12 +506,8 @@ def main(cfg):
     manifest = save_weights(out, model, model_cfg,
                             {"_component_": "ember.text.tokenizers.Tokenizer.from_file",
                              "path": tok_path}, meta)
-    plot = plot_curves(log.path, os.path.join(out, "metrics.png"))
-    print(f"\ndone in {time.perf_counter() - t_start:.1f} s: test accuracy "
-          f"{100 * accuracy:.2f}% ({int(np.trace(conf))}/{int(conf.sum())})")
-    print(confusion_text(conf, classes))
-    final_lines([("weights", os.path.join(out, "model.safetensors")), ("manifest", manifest),
-                 ("tokenizer", tok_path), ("metrics", log.path), ("confusion", conf_path),
-                 ("plot", plot), ("config", os.path.join(out, "config.yaml")),
-                 ("checkpoints", ckpt.directory)])
+    run.finish(f"test accuracy {100 * accuracy:.2f}% ({int(np.trace(conf))}/{int(conf.sum())})\n"
+               + confusion_text(conf, classes),
+               [("weights", os.path.join(out, "model.safetensors")), ("manifest", manifest),
+                ("tokenizer", tok_path), ("confusion", conf_path)])
     return 0

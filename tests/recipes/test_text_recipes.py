@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import pytest
+from recipe_helpers import StopAfter
 
 import ember
 
@@ -73,29 +74,6 @@ def tiny_hf_dir(path, corpus, seed=0):
     ember.manual_seed(seed)
     ember.save(EncoderModel(cfg).state_dict(), path / "model.safetensors")
     return path
-
-
-class StopAfter:
-    """Stands in for the recipes' Ctrl-C handler: "pressed" once ``requested`` has been asked
-    ``n`` times (the loops ask once per step or batch)."""
-
-    def __init__(self, n):
-        self.n, self.calls = n, 0
-
-    def __call__(self):
-        self.calls = 0
-        return self
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    @property
-    def requested(self):
-        self.calls += 1
-        return self.calls > self.n
 
 
 def _rows(path):
@@ -208,7 +186,7 @@ def test_text_classify_reads_json_lines_and_maps_test_labels():
 
 def test_text_classify_interrupt_then_resume_equals_an_uninterrupted_run(workdir, cli,
                                                                         monkeypatch):
-    from ember.recipes import text_classify as T
+    from ember.recipes import _loop as L
 
     data = make_topics(workdir / "topics", n_train=20, n_test=6)
     args = [*SHORT, "epochs=3", f"data.root={data}", "checkpoint.every_n_steps=2"]
@@ -217,7 +195,7 @@ def test_text_classify_interrupt_then_resume_equals_an_uninterrupted_run(workdir
     ref = _rows(workdir / "ref" / "metrics.csv")
     assert len(ref) == 3                      # 60 texts / 16 per batch: 4 steps per epoch
     with monkeypatch.context() as m:
-        m.setattr(T, "Interrupt", StopAfter(6))
+        m.setattr(L, "Interrupt", StopAfter(6))
         rc, out, _ = cli("run", "text_classify", *args, "output_dir=run")
     assert rc == 130
     assert "interrupted at step 6" in out and "resume=true" in out   # mid epoch 2
