@@ -397,7 +397,7 @@ def test_dataloader_skip_policy_reaches_dataset_rows(tmp_path):
     assert [s.key.rsplit(":", 1)[1] for s in loader.skipped] == ["4", "6"]
 
 
-@pytest.mark.parametrize("name", ["_api", "_download", "_records", "generic", "classification",
+@pytest.mark.parametrize("name", ["_api", "_records", "generic", "classification",
                                   "language_modeling", "translation", "question_answering",
                                   "__init__"])
 def test_docstring_examples(name, tmp_path, monkeypatch):

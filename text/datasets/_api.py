@@ -13,8 +13,9 @@ or a tuple of them (a tuple of pipes, in that order), as in torchtext.
 from __future__ import annotations
 
 import difflib
-import os
 from typing import Callable, NamedTuple
+
+from ember.data.download import dataset_folder, default_root  # noqa: F401
 
 __all__ = ["register_dataset", "list_datasets", "get_dataset", "get_dataset_info",
            "DatasetInfo", "default_root", "dataset_folder", "by_split"]
@@ -71,21 +72,6 @@ def get_dataset_info(name) -> DatasetInfo:
 def get_dataset(name, **kwargs):
     """Build the registered dataset ``name`` with ``kwargs`` (``root``, ``split``, ...)."""
     return get_dataset_info(name).builder(**kwargs)
-
-
-def default_root() -> str:
-    """``$EMBER_HOME/datasets`` (``EMBER_HOME`` defaults to ``~/.cache/ember``)."""
-    home = os.environ.get("EMBER_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache"), "ember")
-    return os.path.join(os.path.expanduser(home), "datasets")
-
-
-def dataset_folder(root, name) -> str:
-    """``root/name`` (``root`` None: :func:`default_root`), created if missing."""
-    base = default_root() if root is None else os.path.expanduser(os.fspath(root))
-    folder = os.path.join(base, name)
-    os.makedirs(folder, exist_ok=True)
-    return folder
 
 
 def by_split(name, split, build):
