@@ -256,8 +256,8 @@ def _type_ok(value, want):
     if want is str:   # a path or name YAML read as a number (output_dir=2024) is fine too
         return value is None or (isinstance(value, (str, int, float))
                                  and not isinstance(value, bool))
-    if want is list:
-        return isinstance(value, (list, tuple))
+    if want is list:   # null: the recipe's "none given" (e.g. every label, not a chosen few)
+        return value is None or isinstance(value, (list, tuple))
     return isinstance(value, want)
 
 
