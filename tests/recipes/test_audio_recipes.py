@@ -81,3 +81,75 @@ def test_keyword_spotting_errors_name_the_data(workdir, cli):
     rc, _, err = cli("run", "keyword_spotting", "quiet=true", f"data.root={root}",
                      "data.labels=[left]")
     assert rc == 2 and "holds no clip of ['left']" in err
+
+
+PITCH = {"A": 500.0, "B": 1100.0, "C": 2300.0}
+
+
+def make_librispeech(root, subset, n, seed):
+    """A LibriSpeech subset of ``n`` utterances whose "speech" spells the transcript: each
+    letter a 70 ms tone at its own pitch, each space 60 ms of quiet."""
+    rng = np.random.default_rng(seed)
+    base = root / "LibriSpeech" / subset / "7" / "11"
+    lines = []
+    for k in range(n):
+        words = ["".join(rng.choice(list(PITCH), size=int(rng.integers(1, 3))))
+                 for _ in range(int(rng.integers(1, 3)))]
+        parts = []
+        for w in words:
+            for c in w:
+                t = np.arange(1120) / 16000
+                parts.append(0.4 * np.sin(2 * np.pi * PITCH[c] * t) * np.hanning(1120))
+            parts.append(np.zeros(960))
+        x = np.concatenate([np.zeros(800), *parts]) + 0.01 * rng.standard_normal(1)
+        uid = f"7-11-{k:04d}"
+        os.makedirs(base, exist_ok=True)
+        ea.save(str(base / f"{uid}.flac"), ember.tensor(x[None].astype(np.float32)), 16000,
+                bits_per_sample=16)
+        lines.append(f"{uid} {' '.join(words)}")
+    (base / "7-11.trans.txt").write_text("\n".join(lines) + "\n")
+    return root
+
+
+ASR = ["quiet=true", "epochs=3", "batch_size=4", "model.channels=16", "model.hidden=16",
+       "model.num_layers=1", "features.n_mels=20", "model.n_mels=20", "optimizer.lr=0.01",
+       "lr_scheduler.max_lr=0.01", "data.train=dev-clean", "data.test=test-clean"]
+
+
+def test_asr_trains_scores_and_resumes(workdir, cli, monkeypatch):
+    from ember.recipes import _loop as L
+
+    root = workdir / "ls"
+    make_librispeech(root, "dev-clean", 12, seed=0)
+    make_librispeech(root, "test-clean", 4, seed=1)
+    args = [*ASR, f"data.root={root}", "checkpoint.every_n_steps=2"]
+    rc, out, err = cli("run", "asr", *args, "output_dir=ref")
+    assert rc == 0, err
+    assert "data: 12 training and 4 test utterances" in out and "WER " in out
+    ref = _rows(workdir / "ref" / "metrics.csv")
+    assert [r["epoch"] for r in ref] == ["1", "2", "3"]
+    assert float(ref[-1]["train_loss"]) < float(ref[0]["train_loss"])
+    assert all(0 <= float(r["cer"]) and 0 <= float(r["wer"]) for r in ref)
+    with monkeypatch.context() as m:
+        m.setattr(L, "Interrupt", StopAfter(4))
+        rc, out, _ = cli("run", "asr", *args, "output_dir=run")
+    assert rc == 130 and "interrupted at step 4" in out      # start of epoch 2
+    rc, out, err = cli("run", "asr", *args, "output_dir=run", "resume=true")
+    assert rc == 0, err
+    assert _rows(workdir / "run" / "metrics.csv") == ref
+
+
+def test_asr_decoding_and_error_rates():
+    from ember.recipes.asr import LABELS, encode_transcript, error_rates, greedy_decode
+
+    ids, unknown = encode_transcript("it's  a cat!")
+    assert "".join(LABELS[i] for i in ids) == "IT'S|A|CAT" and unknown == 1
+    # frames: blank, I, I, T, blank, T, |, A  -> "ITT A"
+    seq = [0, LABELS.index("I"), LABELS.index("I"), LABELS.index("T"), 0, LABELS.index("T"),
+           LABELS.index("|"), LABELS.index("A"), LABELS.index("A")]
+    lp = np.full((1, len(seq), len(LABELS)), -10.0, np.float32)
+    lp[0, np.arange(len(seq)), seq] = 0.0
+    assert greedy_decode(ember.tensor(lp), [len(seq)]) == ["ITT A"]
+    assert greedy_decode(ember.tensor(lp), [3]) == ["I"]
+    wer, cer = error_rates(["THE CAT", "A DOG"], ["THE CAT", "A DOGS"])
+    assert wer == 0.25 and cer == 1 / 12
