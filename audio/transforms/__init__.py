@@ -7,6 +7,7 @@ with torchaudio's constructor arguments, defaults and buffer names.
 from ._effects import (ComputeDeltas, Convolve, Deemphasis, Fade, FFTConvolve,  # noqa: F401
                        FrequencyMasking, MuLawDecoding, MuLawEncoding, PitchShift, Preemphasis,
                        Resample, SpecAugment, TimeMasking, Vad, Vol)
+from ._rnnt import RNNTLoss  # noqa: F401
 from ._spectral import (AmplitudeToDB, GriffinLim, InverseMelScale,  # noqa: F401
                         InverseSpectrogram, LFCC, MelScale, MelSpectrogram, MFCC, Spectrogram,
                         TimeStretch)
@@ -14,5 +15,5 @@ from ._spectral import (AmplitudeToDB, GriffinLim, InverseMelScale,  # noqa: F40
 __all__ = ["AmplitudeToDB", "ComputeDeltas", "Convolve", "Deemphasis", "FFTConvolve", "Fade",
            "FrequencyMasking", "GriffinLim", "InverseMelScale", "InverseSpectrogram", "LFCC",
            "MFCC", "MelScale", "MelSpectrogram", "MuLawDecoding", "MuLawEncoding",
-           "PitchShift", "Preemphasis", "Resample", "SpecAugment", "Spectrogram",
+           "PitchShift", "Preemphasis", "RNNTLoss", "Resample", "SpecAugment", "Spectrogram",
            "TimeMasking", "TimeStretch", "Vad", "Vol"]
