@@ -13,10 +13,16 @@ from .random import _gen
 _ndarray = np.ndarray
 
 
-def _T():
-    from ._tensor import Tensor
+_TENSOR = []
 
-    return Tensor
+
+def _T():
+    """The Tensor class (imported on first use: ``_tensor`` imports this module)."""
+    if not _TENSOR:
+        from ._tensor import Tensor
+
+        _TENSOR.append(Tensor)
+    return _TENSOR[0]
 
 
 def _xp(device):

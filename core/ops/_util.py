@@ -12,11 +12,16 @@ _ndarray = np.ndarray
 _SCALARS = (int, float, bool, complex)
 
 
+_TENSOR = []
+
+
 def T():
     """The Tensor class (imported late: ops are defined before it)."""
-    from .._tensor import Tensor
+    if not _TENSOR:
+        from .._tensor import Tensor
 
-    return Tensor
+        _TENSOR.append(Tensor)
+    return _TENSOR[0]
 
 
 _make = None  # Tensor._make, bound by core/_tensor.py once the class exists
