@@ -1,9 +1,18 @@
 """ember.rl: TensorDict, environments, collectors, replay buffers and RL losses.
 
-Available now: ``TensorDict`` (``ember.rl.tensordict``), the TensorDict modules
-(``ember.rl.tensordict.nn``, also under ``ember.rl.modules``), specs and gymnasium
-environments (``ember.rl.envs``: ``GymEnv``, ``SerialEnv``, ``check_env_specs``) and the
-value estimators (``ember.rl.objectives.value.functional``). Submodules load on first use.
+- ``TensorDict`` (``ember.rl.tensordict``) and the TensorDict modules
+  (``ember.rl.tensordict.nn``, also under ``ember.rl.modules``);
+- ``ember.rl.envs``: specs, ``GymEnv`` over gymnasium (1.x autoreset handled), ``SerialEnv``,
+  ``ParallelEnv`` (worker processes on shared memory), ``TransformedEnv`` and its transforms,
+  ``check_env_specs``;
+- ``ember.rl.collectors``: ``SyncDataCollector``, ``MultiSyncDataCollector``,
+  ``split_trajectories``;
+- ``ember.rl.data``: replay buffers, storages (list, tensor, memmap), samplers (random,
+  without replacement, prioritized on a vectorised sum tree, slices), ``dumps``/``loads``
+  without pickle;
+- ``ember.rl.objectives``: the value estimators (``ember.rl.objectives.value.functional``).
+
+Submodules load on first use.
 """
 import importlib as _importlib
 
@@ -11,7 +20,7 @@ from .tensordict import NonTensorData, NonTensorStack, TensorDict, cat, stack
 
 __all__ = ["NonTensorData", "NonTensorStack", "TensorDict", "cat", "stack"]
 
-_SUBMODULES = ("envs", "modules", "objectives", "tensordict")
+_SUBMODULES = ("collectors", "data", "envs", "modules", "objectives", "tensordict")
 
 
 def __getattr__(name):

@@ -1,5 +1,5 @@
-"""``ember.rl.envs``: tensor specs, the TensorDict environment API, gymnasium environments and
-batched environments.
+"""``ember.rl.envs``: tensor specs, the TensorDict environment API, gymnasium environments,
+batched environments (``SerialEnv``, ``ParallelEnv``) and env transforms (``TransformedEnv``).
 
     >>> from ember.rl.envs import GymEnv, SerialEnv, check_env_specs
     >>> env = GymEnv("Pendulum-v1")
@@ -16,9 +16,26 @@ batched environments.
 from .batched import SerialEnv
 from .common import EnvBase, check_env_specs, step_mdp
 from .gym import GymEnv, space_to_spec
+from .parallel import ParallelEnv
 from .specs import (Binary, Bounded, Categorical, Composite, MultiCategorical, OneHot, TensorSpec,
                     Unbounded)
 
-__all__ = ["Binary", "Bounded", "Categorical", "Composite", "EnvBase", "GymEnv", "MultiCategorical",
-           "OneHot", "SerialEnv", "TensorSpec", "Unbounded", "check_env_specs", "space_to_spec",
-           "step_mdp"]
+_TRANSFORMS = ("CatFrames", "Compose", "DoubleToFloat", "GrayScale", "ObservationNorm", "Resize",
+               "RewardScaling", "RewardSum", "StepCounter", "ToTensorImage", "Transform",
+               "TransformedEnv", "VecNorm")
+
+
+def __getattr__(name):
+    """The transforms load on first use (they import ``ember.nn``)."""
+    if name in _TRANSFORMS or name == "transforms":
+        import importlib
+        mod = importlib.import_module(f"{__name__}.transforms")
+        return mod if name == "transforms" else getattr(mod, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["Binary", "Bounded", "CatFrames", "Categorical", "Compose", "Composite",
+           "DoubleToFloat", "EnvBase", "GrayScale", "GymEnv", "MultiCategorical", "ObservationNorm",
+           "OneHot", "ParallelEnv", "Resize", "RewardScaling", "RewardSum", "SerialEnv",
+           "StepCounter", "TensorSpec", "ToTensorImage", "Transform", "TransformedEnv", "Unbounded",
+           "VecNorm", "check_env_specs", "space_to_spec", "step_mdp"]

@@ -1,5 +1,6 @@
-"""``SerialEnv(n, create_env_fn)``: ``n`` copies of an environment stepped one after the other in
-this process, exposed with batch size ``(n,)``.
+"""``SerialEnv(n, create_env_fn)``: ``n`` copies of an environment (or one per callable when
+``create_env_fn`` is a list of ``n``) stepped one after the other in this process, exposed with
+batch size ``(n,) + env.batch_size``. A batched sub-env gets its part of a ``"_reset"`` mask.
 
 Seeding: ``set_seed(s)`` seeds sub-env ``i`` with ``s + i``. Resets follow ``EnvBase``'s convention:
 ``step`` never resets; ``reset(td)`` with a boolean ``td["_reset"]`` of shape ``(n, 1)`` resets only
@@ -10,7 +11,7 @@ appears at the root of the following step. Stepping a finished, not yet reset su
 """
 from __future__ import annotations
 
-from ember.rl.tensordict import stack
+from ember.rl.tensordict import TensorDict, stack
 
 from .common import EnvBase
 
@@ -19,8 +20,14 @@ __all__ = ["SerialEnv"]
 
 class SerialEnv(EnvBase):
     def __init__(self, num_workers, create_env_fn, create_env_kwargs=None, device=None):
-        kw = create_env_kwargs or {}
-        self.envs = [create_env_fn(**kw) for _ in range(int(num_workers))]
+        n = int(num_workers)
+        fns = list(create_env_fn) if isinstance(create_env_fn, (list, tuple)) else [create_env_fn] * n
+        kws = list(create_env_kwargs) if isinstance(create_env_kwargs, (list, tuple)) else \
+            [create_env_kwargs or {}] * n
+        if len(fns) != n or len(kws) != n:
+            raise ValueError(f"SerialEnv: got {len(fns)} create_env_fn and {len(kws)} "
+                             f"create_env_kwargs for num_workers={n}")
+        self.envs = [fn(**kw) for fn, kw in zip(fns, kws)]
         base = self.envs[0]
         super().__init__((len(self.envs),) + base.batch_size, device or base.device)
         n = (len(self.envs),)
@@ -39,12 +46,16 @@ class SerialEnv(EnvBase):
             env.set_seed(seed + i)
 
     def _reset(self, tensordict=None):
-        mask = None
+        mask = full = None
         if tensordict is not None and "_reset" in tensordict.keys():
-            mask = tensordict.get("_reset").numpy(force=True).reshape(len(self.envs), -1).any(-1)
+            full = tensordict.get("_reset").numpy(force=True).reshape(self.batch_size + (1,))
+            mask = full.reshape(len(self.envs), -1).any(-1)
         for i, env in enumerate(self.envs):
             if mask is None or mask[i] or self._current[i] is None:
-                self._current[i] = env.reset()
+                arg = None
+                if full is not None and env.batch_size and self._current[i] is not None:
+                    arg = TensorDict({"_reset": full[i].copy()}, batch_size=env.batch_size)
+                self._current[i] = env.reset(arg)
         return stack([c.clone() for c in self._current], 0)
 
     def _step(self, tensordict):

@@ -88,6 +88,18 @@ def test_check_env_specs_catches_a_wrong_spec():
             check_env_specs(env2, steps=20, seed=seed)
 
 
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_check_env_specs_gym_vector_env(mode):
+    venv = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make("Pendulum-v1")] * 2,
+                                          autoreset_mode=gymnasium.vector.AutoresetMode(mode))
+    env = GymEnv(venv)
+    assert env.batch_size == (2,) and env.action_spec.shape == (2, 1)
+    assert check_env_specs(env, steps=5, seed=0)
+    cart = GymEnv("CartPole-v1", num_envs=3)
+    assert cart.observation_spec["observation"].shape == (3, 4) and cart.action_spec.shape == (3,)
+    assert check_env_specs(cart, steps=40, seed=0)
+
+
 def test_check_env_specs_serial():
     env = SerialEnv(3, lambda: GymEnv("CartPole-v1"))
     assert env.batch_size == (3,) and env.observation_spec["observation"].shape == (3, 4)
