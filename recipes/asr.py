@@ -104,17 +104,12 @@ def encode_transcript(text):
 
 
 def greedy_decode(log_probs, lengths):
-    """Best-path CTC decoding: per utterance, the argmax label of each valid frame, repeats
-    merged, blanks dropped, ``|`` read as a space. Returns a list of strings."""
-    best = log_probs.detach().numpy().argmax(-1)
-    out = []
-    for row, n in zip(best, np.asarray(lengths.numpy() if hasattr(lengths, "numpy")
-                                       else lengths)):
-        row = row[:int(n)]
-        keep = row[np.r_[True, row[1:] != row[:-1]]]
-        text = "".join(LABELS[i] for i in keep if i != 0).replace("|", " ")
-        out.append(" ".join(text.split()))
-    return out
+    """Best-path CTC decoding (``ember.audio.models.decoder.ctc_greedy_decoder``): per
+    utterance, the words of its valid frames' best labels, joined by spaces."""
+    from ember.audio.models.decoder import ctc_greedy_decoder
+
+    hyps = ctc_greedy_decoder(LABELS, blank=0, sil_token="|")(log_probs.detach(), lengths)
+    return [" ".join(h[0].words) for h in hyps]
 
 
 def error_rates(refs, hyps):
