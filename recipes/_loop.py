@@ -129,13 +129,14 @@ class TrainingRun:
         return None if state is None else dict(state.get("extra") or {})
 
     def save_checkpoint(self):
-        """Write a checkpoint now (rank 0; others return None). Returns its path."""
-        if self.rank != 0:
-            return None
+        """Write a checkpoint now. Every rank collects the tracked states (a sharded model's
+        ``state_dict`` is a collective), rank 0 writes; returns the path (None elsewhere)."""
         objs = {}
         for name, (obj, pickled) in self._tracked.items():
             sd = obj.state_dict()
             objs[name] = pickle.dumps(sd) if pickled else sd
+        if self.rank != 0:
+            return None
         return self.ckpt.save({"objects": objs, "rng": capture_rng(self.np_rng),
                                "epoch": self.epoch, "step": self.step,
                                "counters": dict(self.counters), "extra": dict(self.extra)},

@@ -8,7 +8,7 @@ import pytest
 
 def _modules():
     out = ["ember.rec"]
-    for pkg in ("sparse", "modules"):
+    for pkg in ("sparse", "modules", "models", "datasets", "distributed"):
         mod = importlib.import_module(f"ember.rec.{pkg}")
         out.append(mod.__name__)
         out += sorted(f"{mod.__name__}.{m.name}" for m in pkgutil.iter_modules(mod.__path__))

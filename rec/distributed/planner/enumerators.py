@@ -6,6 +6,7 @@ from __future__ import annotations
 from .types import (Enumerator, Rejection, Shard, ShardingOption, ShardingType)
 
 MIN_COLUMN_SHARD = 4  # narrowest column shard the enumerator makes
+_ROW_SPLIT = (ShardingType.ROW_WISE, ShardingType.TABLE_ROW_WISE)
 
 
 def _split(n, k):
@@ -28,6 +29,10 @@ class EmbeddingEnumerator(Enumerator):
     * row_wise: ``W`` row blocks, block ``i`` on rank ``i``
     * column_wise: ``min(W, D // 4)`` column blocks, placed like tables
     * table_row_wise: ``L`` row blocks on the ranks of one host (chosen by the partitioner)
+
+    A MAX-pooled table cannot be split by rows (partial maxima do not sum): row_wise and
+    table_row_wise are rejected for it with that reason; nor by columns with adam or
+    rowwise_adagrad (each column shard would update the rows that won its own columns).
     """
 
     def enumerate(self, tables, topology, constraints):
@@ -44,6 +49,14 @@ class EmbeddingEnumerator(Enumerator):
                            f"{', '.join(a.value for a in allowed)})")
                     continue
                 N, D = t.num_embeddings, t.embedding_dim
+                if t.pooling == "MAX" and st in _ROW_SPLIT:
+                    reject("MAX pooling cannot be split by rows (partial maxima do not sum)")
+                    continue
+                if st is ShardingType.COLUMN_WISE and t.pooling == "MAX" and \
+                        t.optimizer in ("adam", "rowwise_adagrad"):
+                    reject(f"MAX pooling with {t.optimizer}: a column shard touches only the "
+                           "rows that won its columns, not the unsharded table's rows")
+                    continue
                 if st is ShardingType.TABLE_WISE:
                     options.append(ShardingOption(t, st, [Shard(0, 0, N, D)]))
                 elif st is ShardingType.DATA_PARALLEL:

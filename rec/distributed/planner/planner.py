@@ -83,9 +83,10 @@ class EmbeddingShardingPlanner:
                 npool = c.num_poolings if c is not None and c.num_poolings else 1
                 bs = c.batch_size if c is not None and c.batch_size else self.batch_size
                 itemsize = 2 if cfg.data_type.value == "FP16" else 4
+                pooling = getattr(getattr(cfg, "pooling", None), "name", "SUM")
                 specs.append(TableSpec(path, cfg.name, cfg.num_embeddings, cfg.embedding_dim,
                                        itemsize, optimizer, float(sum(pf)) * int(npool),
-                                       int(bs)))
+                                       int(bs), pooling))
         if not specs:
             raise PlannerError(f"EmbeddingShardingPlanner: {type(module).__name__} has no "
                                "embedding collection to plan")

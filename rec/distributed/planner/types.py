@@ -161,6 +161,7 @@ class TableSpec:
     optimizer: Optional[str]      # the fused optimizer's kind (``EmbOptimType`` value)
     pooling_factor: float         # mean ids per sample, summed over the features read
     batch_size: int               # per rank
+    pooling: str = "SUM"          # the table's PoolingType name (MAX cannot be split by rows)
 
     @property
     def key(self):
