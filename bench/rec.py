@@ -162,6 +162,140 @@ def forward_only():
     return run_e, run_t
 
 
+def _torch_dlrm(torch, model, bottom, top):
+    """A torch.nn twin of ember's ``DLRM`` (sum-pooled sparse tables, ReLU MLPs, the dot
+    interaction, a linear logit), holding ``model``'s weights."""
+    nn = torch.nn
+
+    def mlp(sizes, last_relu=True):
+        layers = []
+        for i in range(len(sizes) - 1):
+            layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+            if last_relu or i < len(sizes) - 2:
+                layers.append(nn.ReLU())
+        return nn.Sequential(*layers)
+
+    class TDLRM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bags = nn.ModuleList([nn.EmbeddingBag(R, D, mode="sum", sparse=True)
+                                       for _ in range(T)])
+            self.bottom = mlp([13, *bottom])
+            self.top = mlp([D + (T + 1) * T // 2, *top], last_relu=False)
+            r, c = torch.triu_indices(T + 1, T + 1, 1)
+            self.r, self.c = r, c
+
+        def forward(self, dense, t_in):
+            x = self.bottom(dense)
+            ly = torch.stack([b(i, o) for b, (i, o) in zip(self.bags, t_in)], 1)
+            z = torch.cat([x.unsqueeze(1), ly], 1)
+            zz = torch.bmm(z, z.transpose(1, 2))[:, self.r, self.c]
+            return self.top(torch.cat([x, zz], 1))
+
+    twin = TDLRM()
+    sd = {k: v.numpy() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        for i, b in enumerate(twin.bags):
+            b.weight.copy_(torch.from_numpy(
+                sd[f"sparse_arch.embedding_bag_collection.embedding_bags.t{i}.weight"]))
+        lin = [m for m in twin.bottom if isinstance(m, nn.Linear)]
+        for j, m in enumerate(lin):
+            m.weight.copy_(torch.from_numpy(sd[f"dense_arch.model._mlp.{j}._linear.weight"]))
+            m.bias.copy_(torch.from_numpy(sd[f"dense_arch.model._mlp.{j}._linear.bias"]))
+        lin = [m for m in twin.top if isinstance(m, nn.Linear)]
+        for j, m in enumerate(lin[:-1]):
+            m.weight.copy_(torch.from_numpy(sd[f"over_arch.model.0._mlp.{j}._linear.weight"]))
+            m.bias.copy_(torch.from_numpy(sd[f"over_arch.model.0._mlp.{j}._linear.bias"]))
+        lin[-1].weight.copy_(torch.from_numpy(sd["over_arch.model.1.weight"]))
+        lin[-1].bias.copy_(torch.from_numpy(sd["over_arch.model.1.bias"]))
+    return twin
+
+
+@suite.figure("DLRM step b2048 (26x100kx64 pf10, 13-512-256-64 / 415-512-256-1): adam",
+              unit="ms", goal=1.3, number=1)
+def dlrm_step():
+    """One DLRM training step (forward, BCE-with-logits loss, backward, both optimizers):
+    ember's ``DLRM`` with fused-adam tables and ``optim.Adam`` on the MLPs, against a
+    torch.nn twin with ``EmbeddingBag(sparse=True)`` + ``SparseAdam`` and ``Adam``; the
+    same weights and batch. One step of each is compared (loss, a table) before timing."""
+    import torch
+
+    return _dlrm_pair("adam", lambda p: torch.optim.SparseAdam(p, lr=1e-3, eps=1e-8))
+
+
+@suite.figure("DLRM step b2048 (26x100kx64 pf10, 13-512-256-64 / 415-512-256-1): sgd tables",
+              unit="ms", goal=1.3, number=1)
+def dlrm_step_sgd():
+    """As ``dlrm_step`` with plain SGD on the tables (fused sgd against torch's SGD on the
+    sparse gradients): torch's SparseAdam is slow, so this one shows the rest of the step."""
+    import torch
+
+    return _dlrm_pair("sgd", lambda p: torch.optim.SGD(p, lr=1e-3))
+
+
+def _dlrm_pair(fused_opt, torch_sparse_opt):
+    import numpy as np
+    import torch
+
+    import ember
+    from ember.rec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
+    from ember.rec.models import DLRM
+
+    bottom, top = [512, 256, D], [512, 256, 1]
+    lengths, ids, w0 = _data()
+    keys = [f"f{i}" for i in range(T)]
+    ebc = EmbeddingBagCollection(
+        [EmbeddingBagConfig(name=f"t{i}", num_embeddings=R, embedding_dim=D,
+                            feature_names=[keys[i]]) for i in range(T)],
+        fused_params={"optimizer": fused_opt, "lr": 1e-3, "eps": 1e-8})
+    for i in range(T):
+        ebc.embedding_bags[f"t{i}"].weight.array[...] = w0[i]
+    model = DLRM(ebc, 13, bottom, top)
+    twin = _torch_dlrm(torch, model, bottom, top)
+    rng = np.random.default_rng(1)
+    dense = rng.standard_normal((BATCH, 13)).astype(np.float32)
+    labels = rng.integers(0, 2, BATCH).astype(np.float32)
+    kjt = KeyedJaggedTensor.from_lengths_sync(
+        keys, ember.from_numpy(np.concatenate(ids)), ember.from_numpy(lengths.reshape(-1)))
+    e_dense, e_labels = ember.from_numpy(dense), ember.from_numpy(labels)
+    dense_params = [p for n, p in model.named_parameters() if "embedding_bags" not in n]
+    e_opt = ember.optim.Adam(dense_params, lr=1e-3)
+    e_loss = ember.nn.BCEWithLogitsLoss()
+    t_in = [(torch.from_numpy(i), torch.from_numpy(np.concatenate([[0], np.cumsum(n)[:-1]])))
+            for i, n in zip(ids, lengths)]
+    t_dense, t_labels = torch.from_numpy(dense), torch.from_numpy(labels)
+    t_opt = torch.optim.Adam([p for n, p in twin.named_parameters() if "bags" not in n], lr=1e-3)
+    t_sparse = torch_sparse_opt(list(twin.bags.parameters()))
+    t_loss = torch.nn.BCEWithLogitsLoss()
+    out = {}
+
+    def run_e():
+        e_opt.zero_grad()
+        loss = e_loss(model(e_dense, kjt).squeeze(-1), e_labels)
+        loss.backward()
+        e_opt.step()
+        out["e"] = loss
+
+    def run_t():
+        t_opt.zero_grad()
+        t_sparse.zero_grad()
+        loss = t_loss(twin(t_dense, t_in).squeeze(-1), t_labels)
+        loss.backward()
+        t_opt.step()
+        t_sparse.step()
+        out["t"] = loss
+
+    run_e()
+    run_t()
+    le, lt = float(out["e"].item()), float(out["t"].item())
+    a = ebc.embedding_bags["t0"].weight.detach().numpy()
+    b = twin.bags[0].weight.detach().numpy()
+    if abs(le - lt) > 1e-4 * max(1.0, abs(lt)) or float(np.abs(a - b).max()) > 1e-5:
+        raise AssertionError(f"DLRM step: ember and torch differ (loss {le} vs {lt}, table "
+                             f"{float(np.abs(a - b).max()):.2e})")
+    return run_e, run_t
+
+
 def memory_check(rows=10_000_000, dim=64, batch=2048, pool=POOL):
     """Peak allocation of a fused training step on a ``rows`` x ``dim`` table."""
     import time
