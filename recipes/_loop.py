@@ -39,7 +39,7 @@ from ember.recipes._metrics import MetricLogger, plot_curves, read_csv
 from ember.recipes._runtime import (EXIT_INTERRUPTED, TRAINING_OUTPUTS, Interrupt, command_line,
                                     dist_info, final_lines, progress, setup_run)
 
-__all__ = ["TrainingRun", "EXIT_INTERRUPTED"]
+__all__ = ["TrainingRun", "EXIT_INTERRUPTED", "classifier_step", "rate_postfix"]
 
 
 class _Stopped(Exception):
@@ -234,3 +234,37 @@ class TrainingRun:
         final_lines([*items, ("metrics", self.log.path), ("plot", plot),
                      ("config", os.path.join(self.out, "config.yaml")),
                      ("checkpoints", self.ckpt.directory)])
+
+
+def classifier_step(net, loss_fn, opt, x, y, sums, sched=None):
+    """One supervised classification step (forward, loss, backward, ``opt.step()``, then
+    ``sched.step()`` if given), adding the summed loss, the correct argmax predictions and
+    the batch size to ``sums["loss"]``, ``sums["correct"]`` and ``sums["seen"]``."""
+    logits = net(x)
+    loss = loss_fn(logits, y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if sched is not None:
+        sched.step()
+    n = int(y.shape[0])
+    sums["loss"] += float(loss.item()) * n
+    sums["correct"] += int((logits.detach().argmax(1) == y).sum().item())
+    sums["seen"] += n
+    return loss
+
+
+def rate_postfix(sums, unit):
+    """A ``postfix`` for :meth:`TrainingRun.batches`: the running loss (and accuracy when
+    ``sums`` counts ``correct``) and the items per second since this call, ``sums`` being
+    the counters a loop step updates (``loss``, ``seen``, optionally ``correct``)."""
+    t0, seen0 = time.perf_counter(), sums["seen"]
+
+    def postfix():
+        seen = max(sums["seen"], 1)
+        out = {"loss": f"{sums['loss'] / seen:.4f}"}
+        if "correct" in sums:
+            out["acc"] = f"{sums['correct'] / seen:.3f}"
+        out[unit] = f"{(sums['seen'] - seen0) / max(time.perf_counter() - t0, 1e-9):.0f}"
+        return out
+    return postfix

@@ -16,7 +16,6 @@ left out of training. Per epoch it logs ``epoch, step, lr, train_loss, test_loss
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from ember import nn
 from ember.data import DataLoader, Subset
 
 from ember.recipes._config import ConfigError, instantiate
-from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun
+from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun, rate_postfix
 from ember.recipes._registry import register_recipe
 from ember.recipes._runtime import command_line
 from ember.recipes._weights import save_weights
@@ -226,14 +225,8 @@ def main(cfg):
     model.train()
     with run:
         for _ in run.epochs(epochs):
-            t0, seen0 = time.perf_counter(), sums["seen"]
-
-            def postfix():
-                rate = (sums["seen"] - seen0) / max(time.perf_counter() - t0, 1e-9)
-                return {"loss": f"{sums['loss'] / sums['seen']:.3f}", "utt_s": f"{rate:.1f}"}
-
-            for x, lengths, targets, target_lengths, texts in run.batches(loader, len(loader),
-                                                                          postfix):
+            for x, lengths, targets, target_lengths, texts in run.batches(
+                    loader, len(loader), rate_postfix(sums, "utt_s")):
                 lp, out_len = model(x.to(device), lengths.to(device))
                 loss = loss_fn(lp.transpose(0, 1), targets, out_len, target_lengths)
                 opt.zero_grad()

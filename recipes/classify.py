@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import inspect
 import os
-import time
 
 import ember
 from ember.data import DataLoader
 
 from ember.recipes._config import ConfigError, instantiate, resolve_component
-from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun
+from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun, classifier_step, rate_postfix
 from ember.recipes._registry import register_recipe
 from ember.recipes._runtime import command_line
 from ember.recipes._weights import save_weights
@@ -164,28 +163,11 @@ def main(cfg):
     net.train()
     with run:
         for epoch in run.epochs(epochs):
-            t0, seen0 = time.perf_counter(), sums["seen"]
             if sampler is not None:
                 sampler.set_epoch(epoch)
-
-            def postfix():
-                rate = (sums["seen"] - seen0) / max(time.perf_counter() - t0, 1e-9)
-                return {"loss": f"{sums['loss'] / sums['seen']:.4f}",
-                        "acc": f"{sums['correct'] / sums['seen']:.3f}", "img_s": f"{rate:.0f}"}
-
-            for batch in run.batches(loader, steps_per_epoch, postfix):
+            for batch in run.batches(loader, steps_per_epoch, rate_postfix(sums, "img_s")):
                 x, y = _to(batch, device)
-                logits = net(x)
-                loss = loss_fn(logits, y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                if sched is not None and per_step:
-                    sched.step()
-                n = int(y.shape[0])
-                sums["loss"] += float(loss.item()) * n
-                sums["correct"] += int((logits.detach().argmax(1) == y).sum().item())
-                sums["seen"] += n
+                classifier_step(net, loss_fn, opt, x, y, sums, sched if per_step else None)
             if sched is not None and not per_step:
                 sched.step()
             test_loss, acc, _ = evaluate_model(model, test_loader, loss_fn, device)

@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import math
 import os
-import time
 
 import numpy as np
 
 import ember
 
 from ember.recipes._config import ConfigError, instantiate
-from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun
+from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun, rate_postfix
 from ember.recipes._registry import register_recipe
 
 __all__ = ["roc_auc", "log_loss_from_logits", "EpochStream", "build_model", "main"]
@@ -319,14 +318,7 @@ def main(cfg):
     model.train()
     with run:
         for epoch in run.epochs(epochs):
-            t0, seen0 = time.perf_counter(), sums["seen"]
-
-            def postfix():
-                rate = (sums["seen"] - seen0) / max(time.perf_counter() - t0, 1e-9)
-                return {"loss": f"{sums['loss'] / max(sums['seen'], 1):.4f}",
-                        "samples_s": f"{rate:.0f}"}
-
-            for batch in run.batches(stream.start(epoch), stream.steps, postfix):
+            for batch in run.batches(stream.start(epoch), stream.steps, rate_postfix(sums, "samples_s")):
                 opt.zero_grad()
                 if sparse_opt is not None:
                     sparse_opt.zero_grad()

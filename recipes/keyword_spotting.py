@@ -18,7 +18,6 @@ Ctrl-C and ``overwrite=true`` work as in ``classify``.
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
@@ -27,7 +26,7 @@ from ember import nn
 from ember.data import DataLoader, Subset
 
 from ember.recipes._config import ConfigError, instantiate
-from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun
+from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun, classifier_step, rate_postfix
 from ember.recipes._registry import register_recipe
 from ember.recipes._runtime import command_line
 from ember.recipes._weights import save_weights
@@ -158,26 +157,8 @@ def main(cfg):
     model.train()
     with run:
         for _ in run.epochs(epochs):
-            t0, seen0 = time.perf_counter(), sums["seen"]
-
-            def postfix():
-                rate = (sums["seen"] - seen0) / max(time.perf_counter() - t0, 1e-9)
-                return {"loss": f"{sums['loss'] / sums['seen']:.4f}",
-                        "acc": f"{sums['correct'] / sums['seen']:.3f}", "clips_s": f"{rate:.0f}"}
-
-            for x, y in run.batches(loader, len(loader), postfix):
-                x, y = x.to(device), y.to(device)
-                logits = model(x)
-                loss = loss_fn(logits, y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                if sched is not None:
-                    sched.step()
-                n = int(y.shape[0])
-                sums["loss"] += float(loss.item()) * n
-                sums["correct"] += int((logits.detach().argmax(1) == y).sum().item())
-                sums["seen"] += n
+            for x, y in run.batches(loader, len(loader), rate_postfix(sums, "clips_s")):
+                classifier_step(model, loss_fn, opt, x.to(device), y.to(device), sums, sched)
             val_loss, acc, _ = evaluate_model(model, val_loader, loss_fn, device)
             seen = max(sums["seen"], 1)
             run.end_epoch({"lr": float(opt.param_groups[0]["lr"]),

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import numpy as np
 
 import ember
 
 from ember.recipes._config import ConfigError, instantiate
-from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun
+from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun, rate_postfix
 from ember.recipes._registry import register_recipe
 from ember.recipes.dlrm import EpochStream
 
@@ -255,14 +254,7 @@ def main(cfg):
     model.train()
     with run:
         for epoch in run.epochs(int(cfg["epochs"])):
-            t0, seen0 = time.perf_counter(), sums["seen"]
-
-            def postfix():
-                rate = (sums["seen"] - seen0) / max(time.perf_counter() - t0, 1e-9)
-                return {"loss": f"{sums['loss'] / max(sums['seen'], 1):.4f}",
-                        "pairs_s": f"{rate:.0f}"}
-
-            for batch in run.batches(stream.start(epoch), steps, postfix):
+            for batch in run.batches(stream.start(epoch), steps, rate_postfix(sums, "pairs_s")):
                 opt.zero_grad()
                 if task is None:
                     err = model(batch.sparse_features) - batch.labels

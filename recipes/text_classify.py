@@ -27,7 +27,6 @@ from __future__ import annotations
 import csv
 import inspect
 import os
-import time
 
 import numpy as np
 
@@ -36,7 +35,7 @@ from ember import nn
 from ember.data import DataLoader, IterableWrapper, drain_skips
 
 from ember.recipes._config import ConfigError, instantiate, resolve_component
-from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun
+from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun, classifier_step, rate_postfix
 from ember.recipes._registry import register_recipe
 from ember.recipes._runtime import TRAINING_OUTPUTS, command_line
 from ember.recipes._weights import save_weights
@@ -450,27 +449,9 @@ def main(cfg):
     model.train()
     with run:
         for _ in run.epochs(epochs):
-            t0, seen0 = time.perf_counter(), sums["seen"]
-
-            def postfix():
-                rate = (sums["seen"] - seen0) / max(time.perf_counter() - t0, 1e-9)
-                return {"loss": f"{sums['loss'] / sums['seen']:.4f}",
-                        "acc": f"{sums['correct'] / sums['seen']:.3f}",
-                        "texts_s": f"{rate:.0f}"}
-
-            for batch in run.batches(loader, steps_per_epoch, postfix):
-                y = batch.labels.to(device)
-                logits = model(batch.ids)
-                loss = loss_fn(logits, y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                if sched is not None:
-                    sched.step()
-                n = int(y.shape[0])
-                sums["loss"] += float(loss.item()) * n
-                sums["correct"] += int((logits.detach().argmax(1) == y).sum().item())
-                sums["seen"] += n
+            for batch in run.batches(loader, steps_per_epoch, rate_postfix(sums, "texts_s")):
+                classifier_step(model, loss_fn, opt, batch.ids, batch.labels.to(device), sums,
+                                sched)
             test_loss, accuracy, conf = evaluate(model, test_seqs, test_labels,
                                                  int(cfg.get("eval_batch_size", 128)), loss_fn,
                                                  len(classes), device)
