@@ -29,6 +29,20 @@ def find_mpiexec():
     return found
 
 
+def can_launch():
+    """True when ranks can be started here: mpi4py imports and an ``mpiexec`` is found
+    (what multi-rank tests check before they run)."""
+    try:
+        from . import is_available
+
+        if not is_available():
+            return False
+        find_mpiexec()
+        return True
+    except Exception:
+        return False
+
+
 def command(script, nproc, args=()):
     """The argv that runs ``python script *args`` on ``nproc`` local ranks."""
     if int(nproc) < 1:

@@ -4,24 +4,11 @@ import subprocess
 
 import pytest
 
+from ember.distributed.launch import can_launch
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-
-def _mpi_ok():
-    try:
-        import ember.distributed as dist
-        from ember.distributed.launch import find_mpiexec
-
-        if not dist.is_available():
-            return False
-
-        find_mpiexec()
-        return True
-    except Exception:
-        return False
-
-
-needs_mpi = pytest.mark.skipif(not _mpi_ok(), reason="mpi4py / mpiexec not installed")
+needs_mpi = pytest.mark.skipif(not can_launch(), reason="mpi4py / mpiexec not installed")
 
 
 def run_ranks(script, n, timeout=60, env=None):

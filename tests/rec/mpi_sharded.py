@@ -6,26 +6,14 @@ import subprocess
 import numpy as np
 import pytest
 
+from ember.distributed.launch import can_launch
+
 import ember
 from ember.rec import KeyedJaggedTensor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-
-def _mpi_ok():
-    try:
-        import ember.distributed as dist
-        from ember.distributed.launch import find_mpiexec
-
-        if not dist.is_available():
-            return False
-        find_mpiexec()
-        return True
-    except Exception:
-        return False
-
-
-needs_mpi = pytest.mark.skipif(not _mpi_ok(), reason="mpi4py / mpiexec not installed")
+needs_mpi = pytest.mark.skipif(not can_launch(), reason="mpi4py / mpiexec not installed")
 
 
 def run_worker(script, n, args=(), timeout=120):
