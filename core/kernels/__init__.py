@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from ._jit import available, cache_dir, mode, set_mode
 from ._registry import Kernel, get, lookup, names, register
-from . import activation, adam, batchnorm, depthwise, norm, scan, segment, sgd, softmax  # noqa: F401  (register; numpy only)
+# the kernel modules register themselves on import (numpy only: numba loads on first call)
+from . import (activation, adam, batchnorm, depthwise, dropout, embedding_bag,  # noqa: F401
+               norm, pool, rnn, scan, segment, sgd, softmax)
 
 __all__ = ["Kernel", "available", "cache_dir", "get", "lookup", "mode", "names", "register",
            "set_mode"]

@@ -20,9 +20,12 @@ reference the tests compare against) and differentiates that.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .. import _backend as B
+from .. import _blas
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, enable_grad
 
@@ -63,43 +66,61 @@ class Recurrence(Function):
         hprev = xp.zeros((L, N, P), X.dtype)  # h entering each step (for dW_hh)
         cache = []
         c = c0.array.copy() if mode == "LSTM" else None
-        for t in _order(L, reverse):
-            n = _active(batch_sizes, t, N)
-            if n == 0:
-                cache.append(None)
-                continue
-            hp = h[:n] @ Whh.T
-            if bhh is not None:
-                hp += bhh
-            hprev[t, :n] = h[:n]
-            x = X[t, :n]
+        cell = _cell_kernels(mode, X)
+        if cell is not None:  # the step's gates in one pass (ember.kernels), into per-layer
+            H = c.shape[1] if mode == "LSTM" else P   # buffers the backward reads
+            act = xp.empty((L, N, 4 * H), X.dtype)
             if mode == "LSTM":
-                H = c.shape[1]
-                gates = x + hp
-                i = _sigmoid(xp, gates[:, :H])
-                f = _sigmoid(xp, gates[:, H:2 * H])
-                g = xp.tanh(gates[:, 2 * H:3 * H])
-                o = _sigmoid(xp, gates[:, 3 * H:])
-                cp = c[:n].copy()
-                c[:n] = f * cp + i * g
-                tc = xp.tanh(c[:n])
-                m = o * tc
-                hn = m @ Whr.T if Whr is not None else m
-                cache.append((i, f, g, o, cp, tc, m))
-            elif mode == "GRU":
-                H = hp.shape[1] // 3
-                r = _sigmoid(xp, x[:, :H] + hp[:, :H])
-                z = _sigmoid(xp, x[:, H:2 * H] + hp[:, H:2 * H])
-                hn_part = hp[:, 2 * H:]
-                nn_ = xp.tanh(x[:, 2 * H:] + r * hn_part)
-                hn = (1 - z) * nn_ + z * h[:n]
-                cache.append((r, z, nn_, hn_part))
-            else:
-                a = x + hp
-                hn = xp.tanh(a) if mode == "RNN_TANH" else xp.maximum(a, 0)
-                cache.append(hn)
-            h[:n] = hn
-            out[t, :n] = hn
+                cps, tcs = xp.empty((L, N, H), X.dtype), xp.empty((L, N, H), X.dtype)
+                ms = out if Whr is None else xp.empty((L, N, H), X.dtype)
+        with _step_gemms(xp):
+            for t in _order(L, reverse):
+                n = _active(batch_sizes, t, N)
+                if n == 0:
+                    cache.append(None)
+                    continue
+                hp = h[:n] @ Whh.T
+                if bhh is not None:
+                    hp += bhh
+                hprev[t, :n] = h[:n]
+                x = X[t, :n]
+                if cell is not None:
+                    if mode == "LSTM":
+                        m = ms[t, :n]
+                        cell(x, hp, c[:n], act[t, :n], cps[t, :n], tcs[t, :n], m)
+                        hn = m @ Whr.T if Whr is not None else m
+                        cache.append((act[t, :n], cps[t, :n], tcs[t, :n], m))
+                    else:
+                        cell(x, hp, h[:n], act[t, :n])
+                        hn = h[:n]
+                        cache.append(act[t, :n])
+                elif mode == "LSTM":
+                    H = c.shape[1]
+                    gates = x + hp
+                    i = _sigmoid(xp, gates[:, :H])
+                    f = _sigmoid(xp, gates[:, H:2 * H])
+                    g = xp.tanh(gates[:, 2 * H:3 * H])
+                    o = _sigmoid(xp, gates[:, 3 * H:])
+                    cp = c[:n].copy()
+                    c[:n] = f * cp + i * g
+                    tc = xp.tanh(c[:n])
+                    m = o * tc
+                    hn = m @ Whr.T if Whr is not None else m
+                    cache.append((i, f, g, o, cp, tc, m))
+                elif mode == "GRU":
+                    H = hp.shape[1] // 3
+                    r = _sigmoid(xp, x[:, :H] + hp[:, :H])
+                    z = _sigmoid(xp, x[:, H:2 * H] + hp[:, H:2 * H])
+                    hn_part = hp[:, 2 * H:]
+                    nn_ = xp.tanh(x[:, 2 * H:] + r * hn_part)
+                    hn = (1 - z) * nn_ + z * h[:n]
+                    cache.append((r, z, nn_, hn_part))
+                else:
+                    a = x + hp
+                    hn = xp.tanh(a) if mode == "RNN_TANH" else xp.maximum(a, 0)
+                    cache.append(hn)
+                h[:n] = hn
+                out[t, :n] = hn
         ctx.mode, ctx.batch_sizes, ctx.reverse = mode, batch_sizes, reverse
         ctx.cache, ctx.hprev = cache, hprev
         ctx.has_bhh, ctx.has_whr = b_hh is not None, w_hr is not None
@@ -130,48 +151,62 @@ class Recurrence(Function):
             H = c0.array.shape[1]
             dM_h, Ms = xp.zeros((L, N, P), G.dtype), xp.zeros((L, N, H), G.dtype)
         steps = list(_order(L, reverse))
-        for k in range(L - 1, -1, -1):
-            t = steps[k]
-            n = _active(bs, t, N)
-            if n == 0:
-                continue
-            d = dh[:n] + G[t, :n]
-            if mode == "LSTM":
-                i, f, g, o, cp, tc, m = ctx.cache[k]
-                if Whr is not None:
-                    dM_h[t, :n] = d
-                    Ms[t, :n] = m
-                    d = d @ Whr
-                do = d * tc
-                dcc = dc[:n] + d * o * (1 - tc * tc)
-                di, df, dg = dcc * g, dcc * cp, dcc * i
-                dc[:n] = dcc * f
-                H = i.shape[1]
-                row = dX[t, :n]
-                row[:, :H] = di * i * (1 - i)
-                row[:, H:2 * H] = df * f * (1 - f)
-                row[:, 2 * H:3 * H] = dg * (1 - g * g)
-                row[:, 3 * H:] = do * o * (1 - o)
-                dh[:n] = row @ Whh
-            elif mode == "GRU":
-                r, z, nn_, hn_part = ctx.cache[k]
-                H = r.shape[1]
-                hp_prev = ctx.hprev[t, :n]
-                dn = d * (1 - z) * (1 - nn_ * nn_)
-                dz = d * (hp_prev - nn_) * z * (1 - z)
-                dr = dn * hn_part * r * (1 - r)
-                row, hrow = dX[t, :n], dHP[t, :n]
-                row[:, :H] = dr
-                row[:, H:2 * H] = dz
-                row[:, 2 * H:] = dn
-                hrow[:, :2 * H] = row[:, :2 * H]
-                hrow[:, 2 * H:] = dn * r
-                dh[:n] = d * z + hrow @ Whh
-            else:
-                hn = ctx.cache[k]
-                da = d * (1 - hn * hn) if mode == "RNN_TANH" else d * (hn > 0)
-                dX[t, :n] = da
-                dh[:n] = da @ Whh
+        cell = _cell_kernels(mode + "_backward", G) if mode in ("LSTM", "GRU") else None
+        dz = xp.empty_like(dh) if cell is not None and mode == "GRU" else None
+        with _step_gemms(xp):
+            for k in range(L - 1, -1, -1):
+                t = steps[k]
+                n = _active(bs, t, N)
+                if n == 0:
+                    continue
+                d = dh[:n] + G[t, :n]
+                if cell is not None and mode == "LSTM":
+                    act, cp, tc, m = ctx.cache[k]
+                    if Whr is not None:
+                        dM_h[t, :n] = d
+                        Ms[t, :n] = m
+                        d = d @ Whr
+                    cell(d, act, cp, tc, dc[:n], dX[t, :n])
+                    dh[:n] = dX[t, :n] @ Whh
+                elif cell is not None:
+                    cell(d, ctx.cache[k], ctx.hprev[t, :n], dX[t, :n], dHP[t, :n], dz[:n])
+                    dh[:n] = dz[:n] + dHP[t, :n] @ Whh
+                elif mode == "LSTM":
+                    i, f, g, o, cp, tc, m = ctx.cache[k]
+                    if Whr is not None:
+                        dM_h[t, :n] = d
+                        Ms[t, :n] = m
+                        d = d @ Whr
+                    do = d * tc
+                    dcc = dc[:n] + d * o * (1 - tc * tc)
+                    di, df, dg = dcc * g, dcc * cp, dcc * i
+                    dc[:n] = dcc * f
+                    H = i.shape[1]
+                    row = dX[t, :n]
+                    row[:, :H] = di * i * (1 - i)
+                    row[:, H:2 * H] = df * f * (1 - f)
+                    row[:, 2 * H:3 * H] = dg * (1 - g * g)
+                    row[:, 3 * H:] = do * o * (1 - o)
+                    dh[:n] = row @ Whh
+                elif mode == "GRU":
+                    r, z, nn_, hn_part = ctx.cache[k]
+                    H = r.shape[1]
+                    hp_prev = ctx.hprev[t, :n]
+                    dn = d * (1 - z) * (1 - nn_ * nn_)
+                    dz = d * (hp_prev - nn_) * z * (1 - z)
+                    dr = dn * hn_part * r * (1 - r)
+                    row, hrow = dX[t, :n], dHP[t, :n]
+                    row[:, :H] = dr
+                    row[:, H:2 * H] = dz
+                    row[:, 2 * H:] = dn
+                    hrow[:, :2 * H] = row[:, :2 * H]
+                    hrow[:, 2 * H:] = dn * r
+                    dh[:n] = d * z + hrow @ Whh
+                else:
+                    hn = ctx.cache[k]
+                    da = d * (1 - hn * hn) if mode == "RNN_TANH" else d * (hn > 0)
+                    dX[t, :n] = da
+                    dh[:n] = da @ Whh
         flat = dHP.reshape(L * N, -1)
         d_whh = flat.T @ ctx.hprev.reshape(L * N, P)
         d_bhh = flat.sum(0) if ctx.has_bhh else None
@@ -181,6 +216,31 @@ class Recurrence(Function):
         return (None, wrap(dX), wrap(dh), None if dc is None else wrap(dc), wrap(d_whh),
                 None if d_bhh is None else wrap(d_bhh), None if dM is None else wrap(dM),
                 None, None)
+
+
+def _step_gemms(xp):
+    """The per-step GEMMs (``h @ W_hh.T``: batch x hidden x gates*hidden, a few MFLOP) run
+    single-threaded on numpy: OpenBLAS waking and syncing its threads for each small GEMM
+    costs more than the second core gives (see README of ``ember.kernels``); the big GEMMs
+    over all steps, outside the loop, keep OpenBLAS's threads."""
+    if xp is np and _blas.available():
+        return _blas.single_threaded()
+    return contextlib.nullcontext()
+
+
+_CELL_OPS = {"LSTM": "lstm_cell", "GRU": "gru_cell", "LSTM_backward": "lstm_cell_backward",
+             "GRU_backward": "gru_cell_backward"}
+
+
+def _cell_kernels(mode, a):
+    """The gate kernel of ``mode`` for numpy arrays (compiled, or its numpy reference under
+    ``EMBER_KERNELS=numpy``); None for RNN modes and cupy, which run the ufunc code here."""
+    name = _CELL_OPS.get(mode)
+    if name is None or type(a) is not np.ndarray:
+        return None
+    from .. import kernels
+
+    return kernels.get(name, a)
 
 
 def _recompute_grads(ctx, inputs, grads):

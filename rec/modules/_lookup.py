@@ -6,14 +6,17 @@ pools each bag's rows (sum, mean or max, each row scaled by its per-sample weigh
 returns (B, F * D): feature ``f``'s pooled rows in columns ``f * D:(f + 1) * D``, the layout
 of a ``KeyedTensor`` block.
 
-Forward: one gather of the rows (``take``) and one segment reduction through
-``ember.jagged`` (a compiled kernel where one is registered). Backward, without a graph of
+Forward on numpy: ``ember.kernels``' ``gather_segment_sum`` / ``gather_segment_max`` read
+each id's table row straight into its bag's sum (compiled: no gathered (n, D) copy; the
+numpy reference gathers with ``take`` and reduces with ``reduceat``); on cupy one gather
+(``take``) and one segment reduction through ``ember.jagged``. Backward, without a graph of
 its own: the table's gradient is built row-sparse and **coalesced** -- the ids are sorted
-once (as unique keys ``id * N + position``, one ``sort`` of int64), the output gradient's
-rows are gathered in that order and summed per run of equal ids with the same segment
-reduction -- so a fused optimizer or ``optim.SparseAdam`` reads each touched row once, and
-no ``np.add.at`` runs. With ``create_graph`` the backward is written with differentiable
-ops instead (dense table gradient), so double backward works.
+once (as unique keys ``id * N + position``, one ``sort`` of int64) and the output
+gradient's rows are summed per run of equal ids (on numpy by the same ``gather_segment_sum``
+kernel, the bag of each sorted id as its index) -- so a fused optimizer or
+``optim.SparseAdam`` reads each touched row once, and no ``np.add.at`` runs. With
+``create_graph`` the backward is written with differentiable ops instead (dense table
+gradient), so double backward works.
 """
 from __future__ import annotations
 
@@ -90,6 +93,25 @@ def gather_rows(src, index, name):
     return src.take(index, axis=0)
 
 
+def _kernel(name, a):
+    from ember import kernels
+
+    return kernels.get(name, a)
+
+
+def coalesce_bag_grads(ids, seg, gf, num_rows, scale=None):
+    """numpy: ``(unique ids, summed rows)`` of the per-id gradient rows ``gf[seg[k]] *
+    scale[k]``, summed per distinct id by the ``gather_segment_sum`` kernel."""
+    n = ids.shape[0]
+    order, sids = sort_plan(ids, num_rows)
+    starts, uniq = run_starts(np, sids)
+    off = np.empty(starts.shape[0] + 1, _int64)
+    off[:-1] = starts
+    off[-1] = n
+    sc = None if scale is None else scale.take(order)
+    return uniq, _kernel("gather_segment_sum", gf)(gf, seg.take(order), off, sc)
+
+
 def coalesce_rows(ids, rows_of, num_rows, scale=None):
     """``(unique ids, summed rows)``: ``rows_of(positions)`` gives the (k, D) gradient rows
     of the given positions of ``ids`` (possibly a reused buffer); they are summed per
@@ -128,6 +150,14 @@ class PooledLookupBackward(Node):
         if self.mode == "max":
             return self._max_backward(gf, weight, xp)
         seg = self.jt.segment_ids().array
+        if type(gf) is np.ndarray:  # the compiled gathers (or their references)
+            if nx[1] is not None:
+                W = weight.array
+                gp = wrap(_kernel("gather_rowdot", W)(W, self.ids, gf, seg))
+            if nx[0] is not None:
+                uniq, vals = coalesce_bag_grads(self.ids, seg, gf, num, self.pw)
+                gw = _table_grad(nx[0], uniq, vals, self.shape)
+            return gw, gp
         if nx[1] is not None:
             wr = weight.array.take(self.ids, axis=0)
             gp = wrap(xp.einsum("nd,nd->n", wr, gf.take(seg, axis=0)).astype(ga.dtype,
@@ -236,6 +266,24 @@ def pool_rows(rows, jt, num_features, batch, mode):
     return out, inv_len, arg
 
 
+def pool_table(W, ids, offsets, pw, jt, num_features, batch, mode):
+    """numpy: ``pool_rows``' results straight from the table, by the gather-reduce kernels."""
+    F, D = num_features, W.shape[1]
+    inv_len = arg = None
+    if mode == "max":
+        pooled, arg = _kernel("gather_segment_max", W)(W, ids, offsets, pw, 0.0)
+    elif mode in ("sum", "mean"):
+        pooled = _kernel("gather_segment_sum", W)(W, ids, offsets, pw)
+        if mode == "mean":
+            inv_len = (1 / np.maximum(jt.lengths().array, 1)).astype(W.dtype)
+            pooled *= inv_len[:, None]
+    else:
+        raise ValueError(f"pooled lookup: mode must be 'sum', 'mean' or 'max', got {mode!r}")
+    out = pooled if F == 1 else np.ascontiguousarray(
+        pooled.reshape(F, batch, D).transpose(1, 0, 2)).reshape(batch, F * D)
+    return out, inv_len, arg
+
+
 def pooled_lookup(weight, ids, offsets, num_features, batch, mode, psw=None):
     """Pooled rows of ``weight`` (num, D) for ``num_features * batch`` feature-major bags
     of ``ids`` (raw int array on the weight's device) cut by ``offsets`` (raw int64,
@@ -245,14 +293,18 @@ def pooled_lookup(weight, ids, offsets, num_features, batch, mode, psw=None):
     num, D = W.shape
     F = num_features
     jt = _layout_jt(ids, offsets)
-    rows = gather_rows(W, ids, "rows")
     pw = None
     if psw is not None:
         pw = psw.array
         if pw.dtype != W.dtype:
             pw = pw.astype(W.dtype)
-        rows *= pw[:, None]
-    out, inv_len, arg = pool_rows(rows, jt, F, batch, mode)
+    if type(W) is np.ndarray:
+        out, inv_len, arg = pool_table(W, ids, offsets, pw, jt, F, batch, mode)
+    else:
+        rows = gather_rows(W, ids, "rows")
+        if pw is not None:
+            rows *= pw[:, None]
+        out, inv_len, arg = pool_rows(rows, jt, F, batch, mode)
     res = wrap(out)
     need_p = psw is not None and psw.requires_grad
     if STATE.enabled and (weight.requires_grad or need_p):

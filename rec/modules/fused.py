@@ -104,6 +104,7 @@ def reset_state(opt, hp, state):
             EmbOptimType.ADAGRAD, EmbOptimType.ROWWISE_ADAGRAD) else 0
 
 
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _CHUNK = 1 << 17  # elements per chunk of an update: the work buffers stay in cache
 
 
@@ -111,14 +112,23 @@ def apply_update(opt, hp, W, state, rows, g, t):
     """Update rows ``rows`` (unique) of table ``W`` and of ``state`` in place with their
     gradient ``g`` (len(rows), D) at update number ``t`` (>= 1).
 
-    On numpy the rows go in chunks of ~128K elements: each chunk's rows of the table and
-    of the state are gathered into reused buffers (``_scratch``), updated there in cache
-    (Adam with the compiled ``adam_step`` kernel: one pass) and written back, so memory
-    traffic is one read and one write of each touched row."""
+    On numpy float32/float64 tables the ``sparse_row_update`` kernel updates the rows in
+    place. Otherwise (fp16 tables, cupy) the rows go in chunks of ~128K elements: each
+    chunk's rows of the table and of the state are gathered into reused buffers
+    (``_scratch``), updated there (Adam with the ``adam_step`` kernel) and written back."""
     n = rows.shape[0]
     if n == 0:
         return
     hp = {k: float(hp[k]) for k in _DEFAULTS}
+    if type(W) is np.ndarray and W.dtype in _KERNEL_DTYPES and g.dtype == W.dtype and all(
+            a.dtype == W.dtype for a in state.values()):
+        # ember.kernels' sparse_row_update: each touched row of the table and its state
+        # read and written in place, once (the compiled kernel; its numpy reference in
+        # EMBER_KERNELS=numpy mode)
+        from ember import kernels
+
+        kernels.get("sparse_row_update", W)(opt.value, W, state, rows, g, dict(hp, t=t))
+        return
     if type(W) is not np.ndarray:
         _update_rows(opt, hp, W, state, rows, g, t, False)
         return

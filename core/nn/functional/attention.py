@@ -15,7 +15,9 @@ import warnings
 import numpy as np
 
 from ... import _backend as B
+from ... import _blas
 from ... import dtypes as D
+from ..._parallel import parallel_for, split_threads
 from ...autograd.grad_mode import STATE
 from ...autograd.graph import Node, new_node, record
 from ...ops._util import sum_to, wrap
@@ -64,6 +66,107 @@ def _keep_mask(xp, shape, p, dtype, device):
     return ((u >= p) * (1.0 / (1.0 - p))).astype(dtype)
 
 
+# ------------------------------------------------------------------------------ threaded
+
+def _batch3(a, B_, shape2):
+    return a.reshape((B_,) + shape2)
+
+
+def _threads_for(xp, batch, others, work):
+    """Threads for a split of the (batch, heads) matrices: numpy, the same batch dims on
+    every operand (no broadcasting), at least two matrices and enough work; else 1."""
+    if xp is not np or len(batch) == 0 or any(tuple(o.shape[:-2]) != batch for o in others):
+        return 1
+    nb = int(np.prod(batch))
+    return min(nb, split_threads(work)) if nb > 1 else 1
+
+
+def _softmax_kernel(a, name="softmax"):
+    """The compiled row softmax (or its backward) when the kernels are on and ``a`` is a
+    float32/float64 numpy array, else None (the ufunc code here runs)."""
+    from ... import kernels
+
+    if a.dtype not in (np.float32, np.float64) or not kernels.available():
+        return None
+    return kernels.lookup(name).cpu
+
+
+def _sdpa_threaded(q, k, v, scale, add, keep):
+    """Forward of the attention over (batch x heads) matrices split over ember's threads,
+    each running single-threaded GEMMs and the softmax on its own matrices (numpy's batched
+    matmul runs its matrices one after another on one core; OpenBLAS does not thread
+    matrices this small). ``add``: an additive (L, S) mask or None. Returns ``(p, o)``."""
+    batch, (L, E), (S, Ev) = q.shape[:-2], q.shape[-2:], v.shape[-2:]
+    nb = int(np.prod(batch))
+    q3, k3, v3 = _batch3(q, nb, (L, E)), _batch3(k, nb, (S, E)), _batch3(v, nb, (S, Ev))
+    keep3 = None if keep is None else _batch3(keep, nb, (L, S))
+    p = np.empty((nb, L, S), q.dtype)
+    o = np.empty((nb, L, Ev), q.dtype)
+    sc = q.dtype.type(scale)
+    soft = _softmax_kernel(q) if add is None else None  # masks may leave all -inf rows
+
+    def run(lo, hi):
+        ps = p[lo:hi]
+        np.matmul(q3[lo:hi], np.swapaxes(k3[lo:hi], -1, -2), out=ps)
+        ps *= sc
+        if add is not None:
+            ps += add
+        if soft is not None:
+            ps[...] = soft(ps.reshape(-1, S)).reshape(ps.shape)
+        else:
+            _softmax_rows(np, ps)
+        np.matmul(ps if keep3 is None else ps * keep3[lo:hi], v3[lo:hi], out=o[lo:hi])
+
+    with _blas.single_threaded():
+        parallel_for(run, nb, work=p.size * (E + Ev + 8))
+    return p.reshape(batch + (L, S)), o.reshape(batch + (L, Ev))
+
+
+def _sdpa_backward_threaded(node, gd, qd, kd, vd):
+    """``SdpaBackward._raw`` for the threaded case (same batch dims everywhere, no mask
+    gradient): the four GEMMs and the softmax backward per block of matrices."""
+    nx, p, keep, scale = node.next, node.p, node.keep, node.scale
+    batch, (L, E), (S, Ev) = qd.shape[:-2], qd.shape[-2:], vd.shape[-2:]
+    nb = int(np.prod(batch))
+    g3, p3 = _batch3(gd, nb, (L, Ev)), _batch3(p, nb, (L, S))
+    q3, k3, v3 = _batch3(qd, nb, (L, E)), _batch3(kd, nb, (S, E)), _batch3(vd, nb, (S, Ev))
+    keep3 = None if keep is None else _batch3(keep, nb, (L, S))
+    dt = gd.dtype
+    gq = np.empty((nb, L, E), dt) if nx[0] is not None else None
+    gk = np.empty((nb, S, E), dt) if nx[1] is not None else None
+    gv = np.empty((nb, S, Ev), dt) if nx[2] is not None else None
+    sc = dt.type(scale)
+    soft_bwd = _softmax_kernel(gd, "softmax_backward")
+
+    def run(lo, hi):
+        ps = p3[lo:hi]
+        g = g3[lo:hi]
+        if gv is not None:
+            pd = ps if keep3 is None else ps * keep3[lo:hi]
+            np.matmul(np.swapaxes(pd, -1, -2), g, out=gv[lo:hi])
+        if gq is None and gk is None:
+            return
+        gp = np.matmul(g, np.swapaxes(v3[lo:hi], -1, -2))
+        if keep3 is not None:
+            gp *= keep3[lo:hi]
+        if soft_bwd is not None:   # (gp - rowdot(gp, p)) * p in one pass
+            gp = soft_bwd(gp.reshape(-1, S), ps.reshape(-1, S)).reshape(gp.shape)
+        else:
+            gp -= np.einsum("...i,...i->...", gp, ps)[..., None]
+            gp *= ps
+        gp *= sc
+        if gq is not None:
+            np.matmul(gp, k3[lo:hi], out=gq[lo:hi])
+        if gk is not None:
+            np.matmul(np.swapaxes(gp, -1, -2), q3[lo:hi], out=gk[lo:hi])
+
+    with _blas.single_threaded():
+        parallel_for(run, nb, work=p3.size * (2 * E + 2 * Ev + 8))
+    return (None if gq is None else wrap(gq.reshape(qd.shape)),
+            None if gk is None else wrap(gk.reshape(kd.shape)),
+            None if gv is None else wrap(gv.reshape(vd.shape)), None)
+
+
 # ------------------------------------------------------------------------------ sdpa node
 
 class SdpaBackward(Node):
@@ -87,6 +190,9 @@ class SdpaBackward(Node):
 
     def _raw(self, gd, qd, kd, vd):
         nx, xp = self.next, B.namespace(gd)
+        if nx[3] is None and self.p.shape[:-2] == qd.shape[:-2] and _threads_for(
+                xp, tuple(qd.shape[:-2]), (kd, vd, gd), self.p.size * 4 * qd.shape[-1]) > 1:
+            return _sdpa_backward_threaded(self, gd, qd, kd, vd)
         p, keep, scale = self.p, self.keep, self.scale
         pd = p if keep is None else p * keep
         gq = gk = gv = gm = None
@@ -195,6 +301,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            f"(dim -2) but key has {S}")
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     xp = B.namespace(q)
+    batch = tuple(q.shape[:-2])
+    mask2d = attn_mask is None or attn_mask.array.ndim == 2
+    if mask2d and _threads_for(xp, batch, (k, v), int(np.prod(batch or (1,))) * L * S * E) > 1:
+        return _sdpa_split(query, key, value, q, k, v, attn_mask, dropout_p, is_causal, scale)
     try:
         s = q @ xp.swapaxes(k, -1, -2)
     except ValueError:
@@ -229,6 +339,39 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"scaled_dot_product_attention: batch dims of the weights "
                            f"{list(p.shape[:-2])} and value {list(v.shape[:-2])} do not "
                            f"broadcast") from None
+    out = wrap(o)
+    mgrad = fmask is not None and fmask.requires_grad
+    if STATE.enabled and (query.requires_grad or key.requires_grad or value.requires_grad or
+                          mgrad):
+        n = new_node(SdpaBackward)
+        n.p, n.keep, n.allow, n.scale = p, keep, allow, scale
+        n.shapes = (q.shape, k.shape, v.shape, None if fmask is None else fmask.array.shape)
+        n.save(query, key, value, fmask)
+        record(n, out, query, key, value, fmask)
+    return out
+
+
+def _sdpa_split(query, key, value, q, k, v, attn_mask, dropout_p, is_causal, scale):
+    """``scaled_dot_product_attention`` with the (batch x heads) matrices split over ember's
+    threads (numpy; same batch dims on q, k, v; no mask or an (L, S) one). The same math,
+    node and saved state as the batched path."""
+    L, S = q.shape[-2], k.shape[-2]
+    allow = fmask = add = None
+    if is_causal:
+        allow = np.arange(S)[None, :] <= np.arange(L)[:, None]
+    elif attn_mask is not None:
+        m = attn_mask.array
+        if m.dtype == np.bool_:
+            allow = m
+        else:
+            fmask, add = attn_mask, m
+    if allow is not None:
+        add = np.zeros(allow.shape, q.dtype)
+        add[~allow] = -np.inf
+    keep = None
+    if dropout_p > 0:
+        keep = _keep_mask(np, q.shape[:-2] + (L, S), dropout_p, q.dtype, query.device)
+    p, o = _sdpa_threaded(q, k, v, scale, add, keep)
     out = wrap(o)
     mgrad = fmask is not None and fmask.requires_grad
     if STATE.enabled and (query.requires_grad or key.requires_grad or value.requires_grad or

@@ -7,6 +7,11 @@ gradient flows through the kept elements only (and double backward comes for fre
 dropout keeps SELU's mean and variance: ``out = a * (input * keep + alpha' * (1 - keep)) + b``.
 The channel-wise ("feature") variants draw one value per (sample, channel) and broadcast it
 over the spatial dims.
+
+Plain out-of-place dropout of a float32/float64 numpy array runs ``ember.kernels``'
+``dropout_apply``: the same uniform draws, compared, scaled and multiplied in one pass, the
+mask kept for backward as uint8 (``dropout_backward``: one pass too). Its results are
+bit-identical to the ufunc version.
 """
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ import warnings
 import numpy as np
 
 from ... import _backend as B
+from ...autograd.grad_mode import STATE
+from ...autograd.graph import Node, new_node, record
 from ...ops._util import wrap
 from ...random import _gen
 
@@ -37,6 +44,39 @@ def _keep(input, p, shape):
     udt = dt if dt in (np.float32, np.float64) else np.float32
     u = gen.random(shape, dtype=udt)
     return (u >= p).astype(dt, copy=False)
+
+
+class DropoutBackward(Node):
+    """``g * mask * scale`` (mask: uint8 keep-mask of the forward)."""
+
+    __slots__ = ("mask", "scale")
+
+    def backward(self, g):
+        ga = g.array
+        if STATE.enabled:  # create_graph: a differentiable product
+            m = self.mask.astype(ga.dtype)
+            m *= ga.dtype.type(self.scale)
+            return (g * wrap(m),)
+        from ... import kernels
+
+        return (wrap(kernels.get("dropout_backward", ga)(ga, self.mask, self.scale)),)
+
+
+def _fused(input, p):
+    """Plain dropout through the one-pass kernel (numpy float32/float64 input)."""
+    from ... import kernels
+
+    d = input.array
+    u = _gen(None, input.device).random(d.shape, dtype=d.dtype)
+    scale = 1.0 / (1.0 - p)
+    out, mask = kernels.get("dropout_apply", d)(d, u, p, scale)
+    res = wrap(out)
+    if STATE.enabled and input.requires_grad:
+        n = new_node(DropoutBackward)
+        n.mask, n.scale = mask, scale
+        n.saved = ()
+        record(n, res, input)
+    return res
 
 
 def _noise_shape(input, feature):
@@ -66,6 +106,9 @@ def _dropout(input, p, training, inplace, feature, alpha):
     if p == 1:
         zero = wrap(B.namespace(input.array).zeros((), input.dtype))
         return input.mul_(zero) if inplace else input * zero
+    if not (alpha or feature or inplace) and type(input.array) is np.ndarray and \
+            input.array.dtype in (np.float32, np.float64):
+        return _fused(input, p)
     keep = _keep(input, p, _noise_shape(input, feature))
     if not alpha:
         keep *= 1.0 / (1.0 - p)

@@ -447,6 +447,34 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return out
 
 
+_FUSED_ACTS = ("relu", "relu6", "hardswish", "hardsigmoid", "silu")
+
+
+def _batch_norm_act(input, running_mean, running_var, weight, bias, eps, act):
+    """``act(batch_norm(input))`` with the running statistics in one pass of the compiled
+    ``batch_norm_apply`` kernel (its fused activation), or None when that does not apply:
+    the kernels off, not a float32/float64 numpy input, no running statistics, or a
+    gradient to record (the fused kernel keeps nothing for a backward). The eval-mode
+    Conv-BN-act blocks of ``nn.Sequential`` call it (see ``Sequential.forward``)."""
+    if act not in _FUSED_ACTS or running_mean is None or running_var is None:
+        return None
+    shape = tuple(input.shape)
+    if len(shape) < 2 or not _bn_kernel_ok(input, weight, bias):
+        return None
+    if STATE.enabled and (input.requires_grad or any(
+            t is not None and t.requires_grad for t in (weight, bias))):
+        return None
+    c = shape[1]
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        _check_vec(name, t, c)
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    view, wview = (shape[0], c, _prod(shape[2:])), (1, c, 1)
+    stats = _stat_arrays(running_mean, running_var, eps, wview, input.dtype)
+    return _batch_norm_kernel(input, view, weight, bias, wview, eps, stats, act=act)[0]
+
+
 # =========================================================================== instance norm
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,

@@ -266,6 +266,9 @@ def _max_pool(nd, op, input, kernel_size, stride, padding, dilation, ceil_mode,
     S = xd.shape[2:]
     O = _out_sizes(op, C, S, k, s, p, d, ceil_mode)
     grad = STATE.enabled and x.requires_grad
+    if nd == 2 and type(xd) is np.ndarray and xd.dtype in (np.float32, np.float64) and \
+            _kernels_on():
+        return _max_pool2d_kernel(x, xd, k, s, p, d, O, grad, return_indices, unbatched)
     xpad = _pad_to(xd, p, _extent(O, k, s, d), _lowest(xd.dtype))
     if not (grad or return_indices):
         out = wrap(_max_separable(xpad, k, s, d, O, xp))
@@ -282,6 +285,45 @@ def _max_pool(nd, op, input, kernel_size, stride, padding, dilation, ceil_mode,
     out = _unbatch(out, unbatched)
     if return_indices:
         return out, _unbatch(wrap(flat), unbatched)
+    return out
+
+
+def _kernels_on():
+    from ... import kernels
+
+    return kernels.available()
+
+
+class MaxPool2dBackward(Node):
+    """The gradient of a compiled 2-D max pool: added at each window's maximum."""
+    __slots__ = ("idx", "size")
+
+    def backward(self, g):
+        if STATE.enabled:  # create_graph: the differentiable scatter
+            shape = tuple(g.shape[:2]) + self.size
+            return (_scatter(g, _global_index(self.idx, _prod(self.size)), shape),)
+        from ... import kernels
+
+        ga = g.array
+        return (wrap(kernels.get("max_pool2d_backward", ga)(ga, self.idx, self.size)),)
+
+
+def _max_pool2d_kernel(x, xd, k, s, p, d, O, grad, return_indices, unbatched):
+    """2-D max pool of a float numpy array by ``ember.kernels``' compiled ``max_pool2d``
+    (values and plane indices in one pass) and ``max_pool2d_backward`` (one scatter pass).
+    Without the kernels (no numba, ``EMBER_KERNELS=numpy``) the ufunc path above runs."""
+    from ... import kernels
+
+    vals, idx = kernels.get("max_pool2d", xd)(xd, k, s, p, d, O)
+    out = wrap(vals)
+    if grad:
+        n = new_node(MaxPool2dBackward)
+        n.idx, n.size = idx, tuple(xd.shape[2:])
+        n.saved = ()
+        record(n, out, x)
+    out = _unbatch(out, unbatched)
+    if return_indices:
+        return out, _unbatch(wrap(idx), unbatched)
     return out
 
 

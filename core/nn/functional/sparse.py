@@ -326,6 +326,9 @@ def _bag_reduce(xp, w, ids, pw, starts, lengths, mode):
     column), in the order of the returned non-empty bags."""
     nb, dim = lengths.shape[0], w.shape[1]
     ne = xp.flatnonzero(lengths > 0)
+    if xp is np and type(w) is np.ndarray and w.dtype in (np.float32, np.float64) and \
+            _kernels_on():
+        return _bag_reduce_kernel(w, ids, pw, starts, lengths, mode, ne)
     m = ne.shape[0]
     if m == 0:
         return xp.zeros((nb, dim), w.dtype), ne, (xp.zeros((0, dim), _int64)
@@ -384,6 +387,30 @@ def _bag_reduce(xp, w, ids, pw, starts, lengths, mode):
             mids[bb] = ids.take(src.take(slot))
         b0 = b1
     return out, ne, (mids[ne] if mode == "max" else None)
+
+
+def _kernels_on():
+    from ... import kernels
+
+    return kernels.available()
+
+
+def _bag_reduce_kernel(w, ids, pw, starts, lengths, mode, ne):
+    """``_bag_reduce`` on numpy through ``ember.kernels``' compiled ``gather_segment_sum`` /
+    ``gather_segment_max`` (the bags are consecutive runs of ``ids``): each id's row is read
+    from the table straight into its bag's result, no gathered copy. Without the kernels
+    the grouped numpy code above runs (faster than the kernels' take + reduceat reference)."""
+    from ... import kernels
+
+    nb = lengths.shape[0]
+    off = np.empty(nb + 1, _int64)
+    off[0] = starts[0] if nb else 0
+    np.cumsum(lengths, out=off[1:])
+    off[1:] += off[0]
+    if mode != "max":
+        return kernels.get("gather_segment_sum", w)(w, ids, off, pw), ne, None
+    out, arg = kernels.get("gather_segment_max", w)(w, ids, off, pw, 0.0)
+    return out, ne, ids.take(arg[ne])
 
 
 def _sum_mid(xp, blk):

@@ -24,6 +24,50 @@ def _index(idx, n, what):
     return i + n if i < 0 else i
 
 
+_FUSE_TYPES = None  # (BatchNorm classes, {activation class: kind}), set on first use
+
+
+def _fuse_types():
+    global _FUSE_TYPES
+    from . import activation as A
+    from . import normalization as N
+
+    _FUSE_TYPES = ((N.BatchNorm1d, N.BatchNorm2d, N.BatchNorm3d),
+                   {A.ReLU: "relu", A.ReLU6: "relu6", A.Hardswish: "hardswish",
+                    A.Hardsigmoid: "hardsigmoid", A.SiLU: "silu"})
+
+
+def _no_hooks(m):
+    return not (m._forward_pre_hooks or m._forward_hooks)
+
+
+def _forward_fusing(mods, x):
+    """``Sequential.forward`` where a BatchNorm in eval mode (running statistics) is directly
+    followed by ReLU/ReLU6/Hardswish/Hardsigmoid/SiLU and neither has hooks: the pair runs
+    as one pass of the compiled batch-norm kernel with the activation fused
+    (``F.normalization._batch_norm_act``) when no gradient is recorded; otherwise, and for
+    every other module, each module is called as usual."""
+    from ..functional.normalization import _batch_norm_act
+
+    bns, acts = _FUSE_TYPES
+    i, n = 0, len(mods)
+    while i < n:
+        m = mods[i]
+        if i + 1 < n and type(m) in bns and not m.training and m.track_running_stats:
+            kind = acts.get(type(mods[i + 1]))
+            if kind is not None and _no_hooks(m) and _no_hooks(mods[i + 1]):
+                m._check_input_dim(x)
+                y = _batch_norm_act(x, m.running_mean, m.running_var, m.weight, m.bias,
+                                    m.eps, kind)
+                if y is not None:
+                    x = y
+                    i += 2
+                    continue
+        x = m(x)
+        i += 1
+    return x
+
+
 class Sequential(Module):
     """Chains modules: ``forward(x)`` feeds ``x`` through each in order. Built from modules
     (named ``0``, ``1``, ...) or from one ``OrderedDict`` of named modules."""
@@ -38,7 +82,13 @@ class Sequential(Module):
                 self.add_module(str(i), m)
 
     def forward(self, input):
-        for m in self._modules.values():
+        mods = self._modules
+        if _FUSE_TYPES is None:
+            _fuse_types()
+        for m in mods.values():
+            if type(m) in _FUSE_TYPES[0]:  # a BatchNorm: maybe fused with the next module
+                return _forward_fusing(list(mods.values()), input)
+        for m in mods.values():
             input = m(input)
         return input
 
