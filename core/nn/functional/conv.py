@@ -4,10 +4,24 @@ Layout: the public API is channels-first (``(N, C, *spatial)``), and so is the c
 A dense conv copies each image's sliding windows into a reused scratch buffer ("im2col",
 ``(C*prod(k), L)`` with ``L`` output positions) and runs one GEMM per image, which writes
 the ``(C_out, L)`` output in place; small maps (``L`` below ``_BATCH_L``) are gathered for
-a chunk of images and run as one GEMM. 1x1 convs skip im2col; 3x3 stride-1 convs with
-many channels use Winograd F(2x2, 3x3); depthwise convs (``groups == C_in``) accumulate
-shifted multiply-adds over the kernel taps; other grouped convs run a batched matmul over
-the groups. float16 computes in float32.
+a chunk of images and run as one GEMM. 1x1 convs skip im2col (one GEMM per image on the
+input itself, forward and both gradients); 3x3 stride-1 convs with many channels use
+Winograd F(2x2, 3x3); depthwise convs (``groups == C_in``, ``_conv_depthwise.py``)
+accumulate shifted multiply-adds over the kernel taps; other grouped convs run numpy's
+stacked matmul over the groups. float16 computes in float32.
+
+Threads: every GEMM path splits the images over ember's threads, each running
+single-threaded OpenBLAS GEMMs (``_per_image``); OpenBLAS threads a GEMM itself only for a
+single image. Measured (bench/conv.py; 2 vCPUs shared with other jobs): the split costs no
+CPU (1x1 512->128 at 28², 8 images: 3.7 ms of CPU per thread against 7.4 ms serial), and a
+GEMM threaded by OpenBLAS stalls for 10-200 ms whenever another process takes a core (each
+GEMM waits for both threads): ResNet-50 training step 8.2-9.6 s -> 3.0-4.3 s under load.
+A Python loop of per-group 2-D GEMMs took the same time as the stacked matmul (within 5%),
+so grouped convs keep the stacked one. An implicit GEMM for 3x3 stride 1 (no im2col: nine
+GEMMs accumulating over shifted views of the flat padded input, junk columns dropped after)
+measured within 3% of im2col at 56² and 28² and 1.4-1.8x slower at 7², so im2col stays.
+Helpers: ``_conv_util.py`` (scratch, padding, windows), ``_conv_depthwise.py``,
+``_conv_fold.py`` (unfold/fold).
 
 Autograd: three recorded ops express each other's gradients, so first-order backward runs
 as raw GEMMs and double backward works:
@@ -23,10 +37,6 @@ no window reaches is ignored).
 """
 from __future__ import annotations
 
-import itertools
-import math
-import threading
-
 import numpy as np
 
 from ... import _backend as B
@@ -37,18 +47,24 @@ from ...autograd.grad_mode import STATE
 from ...autograd.graph import Node, new_node, record
 from ...ops import _util as U
 from ...ops._util import wrap
-from ... import kernels as _kernels
+from ._conv_depthwise import _dw_arr, _dw_t_arr, _dw_w_arr
+from ._conv_fold import fold, unfold  # noqa: F401 - public, in __all__
+from ._conv_util import (_as_strided, _col2im_add, _crop, _extent, _out_size, _pad_to, _prod,
+                         _scratch, _strided_1x1, _tap_slices, _windows)
+from ._conv_util import _taps  # noqa: F401 - pooling.py imports it from here
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
 
 # below this many output positions per image, im2col gathers the whole batch for one GEMM
 _BATCH_L = 400
+# 1x1 convs run on the input itself (no im2col) down to this many positions; smaller maps
+# take the gathered path above. One thread, batch 4: (2048, 512) @ 512 x 49 per image took
+# 7.9 ms against 3.8 ms gathered (copies included); at 196 positions both took 3.5-3.7 ms.
+_DIRECT_1X1_L = 100
 # per-chunk temporaries (batched im2col columns, Winograd tiles) hold about this many
 # elements: the batch is processed in chunks of images that fit
 _CHUNK = 1 << 22
-# scratch buffers larger than this many bytes are not kept between calls
-_SCRATCH_MAX = 128 << 20
 
 _TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char",
                 "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
@@ -154,121 +170,6 @@ def _check_positive(stride, dilation, padding=None):
         raise RuntimeError("non-positive dilation is not supported")
 
 
-def _out_size(S, lo, hi, k, s, d):
-    return tuple((Si + a + b - dd * (kk - 1) - 1) // ss + 1
-                 for Si, a, b, kk, ss, dd in zip(S, lo, hi, k, s, d))
-
-
-def _extent(O, k, s, d):
-    """Padded length that ``O`` windows of a dilated kernel span."""
-    return tuple((o - 1) * ss + (kk - 1) * dd + 1 for o, kk, ss, dd in zip(O, k, s, d))
-
-
-def _prod(t):
-    return math.prod(t)
-
-
-# =========================================================================== scratch memory
-
-_WS = threading.local()
-
-
-def _scratch(key, shape, dtype, xp):
-    """A reusable buffer for temporaries that never leave an op (numpy only: cupy has a
-    memory pool). Per thread, so concurrent callers do not share one."""
-    if xp is not np:
-        return xp.empty(shape, dtype)
-    n = _prod(shape)
-    nbytes = n * np.dtype(dtype).itemsize
-    if nbytes > _SCRATCH_MAX:
-        return np.empty(shape, dtype)
-    bufs = getattr(_WS, "bufs", None)
-    if bufs is None:
-        bufs = _WS.bufs = {}
-    k = (key, np.dtype(dtype))
-    buf = bufs.get(k)
-    if buf is None or buf.size < n:
-        buf = bufs[k] = np.empty(max(n, 1), dtype)
-    return buf[:n].reshape(shape)
-
-
-# =========================================================================== array kernels
-
-def _as_strided(xp, a, shape, strides):
-    if xp is np:
-        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=False)
-    return xp.lib.stride_tricks.as_strided(a, shape, strides)
-
-
-def _pad_to(x, plo, E, fill=0, key="pad"):
-    """``x`` (..., *S) as (..., *E): padded coordinate ``p`` holds input ``p - plo`` and
-    ``fill`` outside the input; input past ``E`` is cropped. ``x`` itself (or a view of it)
-    when no padding is needed; otherwise a scratch buffer (valid until the next call)."""
-    nd = len(E)
-    S = x.shape[-nd:]
-    if not any(plo) and all(e <= s for e, s in zip(E, S)):
-        if tuple(E) == tuple(S):
-            return x
-        return x[(Ellipsis,) + tuple(slice(0, e) for e in E)]
-    xp = B.namespace(x)
-    lead = x.shape[:-nd]
-    buf = _scratch(key, lead + tuple(E), x.dtype, xp)
-    dst, src = [], []
-    for a, e, s in zip(plo, E, S):
-        hi = min(e, a + s)
-        dst.append(slice(a, max(hi, a)))
-        src.append(slice(0, max(hi - a, 0)))
-    pre = (slice(None),) * len(lead)
-    for i, (a, sl) in enumerate(zip(plo, dst)):  # fill the borders only
-        if a:
-            buf[pre + (slice(None),) * i + (slice(0, a),)] = fill
-        if sl.stop < E[i]:
-            buf[pre + (slice(None),) * i + (slice(sl.stop, None),)] = fill
-    buf[pre + tuple(dst)] = x[pre + tuple(src)]
-    return buf
-
-
-def _windows(xpad, k, s, d, O):
-    """Read-only view (..., *k, *O) of the sliding windows of ``xpad`` (..., *E)."""
-    nd = len(k)
-    st = xpad.strides
-    sp = st[-nd:]
-    shape = xpad.shape[:-nd] + tuple(k) + tuple(O)
-    strides = st[:-nd] + tuple(a * b for a, b in zip(sp, d)) + tuple(a * b for a, b in zip(sp, s))
-    return _as_strided(B.namespace(xpad), xpad, shape, strides)
-
-
-def _taps(k):
-    return itertools.product(*(range(kk) for kk in k))
-
-
-def _tap_slices(tap, s, d, O):
-    return tuple(slice(t * dd, t * dd + ss * (o - 1) + 1, ss) for t, dd, ss, o in zip(tap, d, s, O))
-
-
-def _col2im_add(dst, cols, k, s, d, O):
-    """``dst[..., tap*d + s*o] += cols[..., tap, o]`` over every tap (the adjoint of
-    ``_windows``); ``dst`` (..., *E) is updated in place."""
-    nd = len(k)
-    rest = (slice(None),) * nd
-    for tap in _taps(k):
-        v = dst[(Ellipsis,) + _tap_slices(tap, s, d, O)]
-        v += cols[(Ellipsis,) + tap + rest]
-
-
-def _crop(buf, plo, S):
-    """The (..., *S) region at ``plo`` of a padded buffer, as an array of its own."""
-    nd = len(S)
-    if not any(plo) and tuple(buf.shape[-nd:]) == tuple(S):
-        return buf
-    xp = B.namespace(buf)
-    return xp.ascontiguousarray(buf[(Ellipsis,) + tuple(slice(a, a + n) for a, n in zip(plo, S))])
-
-
-def _strided_1x1(xpad, s, O):
-    return xpad[(Ellipsis,) + tuple(slice(0, (o - 1) * ss + 1, ss) for o, ss in zip(O, s))]
-
-
 def _batches(N, per_image):
     """Image ranges whose temporaries stay under ``_CHUNK`` elements."""
     nb = max(1, min(N, _CHUNK // max(per_image, 1)))
@@ -319,11 +220,10 @@ def _conv_arr(x, w, O, geo):
     xpad = _pad_to(x, plo, _extent(O, k, s, d))
     Kk, L, Cog = _prod(k), _prod(O), Co // G
     W2 = w.reshape(G, Cog, Cg * Kk)
-    if Kk == 1:
-        v = _strided_1x1(xpad, s, O).reshape(N, G, Cg, L)
-        return xp.matmul(W2, v).reshape((N, Co) + tuple(O))
-    win = _windows(xpad, k, s, d, O)
     out = xp.empty((N, Co) + tuple(O), x.dtype)
+    if Kk == 1 and (L >= _DIRECT_1X1_L or N == 1):
+        return _conv1x1_arr(_strided_1x1(xpad, s, O), W2, out)
+    win = _windows(xpad, k, s, d, O)
     work = N * C * Kk * L
     if L >= _BATCH_L or N == 1:
         o4 = out.reshape(N, G, Cog, L)
@@ -351,6 +251,38 @@ def _conv_arr(x, w, O, geo):
     return out
 
 
+def _image_2d(v, n, G, key):
+    """Image ``n`` of v (N, C, *O) as (G, C/G, L): a view when its positions are contiguous,
+    else a copy into a per-thread scratch buffer (strided 1x1 convs)."""
+    vn = v[n]
+    if vn.flags.c_contiguous:
+        return vn.reshape(G, vn.shape[0] // G, -1)
+    cols = _scratch(key, vn.shape, vn.dtype, B.namespace(vn))
+    B.namespace(vn).copyto(cols, vn)
+    return cols.reshape(G, vn.shape[0] // G, -1)
+
+
+def _conv1x1_arr(v, W2, out):
+    """1x1 conv as one GEMM per image, no im2col: v (N, C, *O) (a view, possibly strided),
+    W2 (G, Co/G, C/G) -> out (N, Co, *O). The images are split over threads running
+    single-threaded GEMMs, as for the other kernels (see bench/conv.py for the figures)."""
+    xp = B.namespace(v)
+    N, C = v.shape[:2]
+    G, Cog = W2.shape[:2]
+    L = _prod(out.shape[2:])
+    o4 = out.reshape(N, G, Cog, L)
+
+    def images(lo, hi):
+        for n in range(lo, hi):
+            vn = _image_2d(v, n, G, "cols1")
+            if G == 1:
+                xp.matmul(W2[0], vn[0], out=o4[n, 0])
+            else:
+                xp.matmul(W2, vn, out=o4[n])
+    _per_image(N, images, xp, N * L * (C + G * Cog))
+    return out
+
+
 def _conv_t_arr(y, w, S, geo):
     """Adjoint of ``_conv_arr`` in x: y (N, Co, *O), w (Co, C/groups, *k) -> (N, C, *S)."""
     plo, s, d, G = geo
@@ -373,13 +305,24 @@ def _conv_t_arr(y, w, S, geo):
         pf = tuple(dd * (kk - 1) - a for a, dd, kk in zip(plo, d, k))
         return _conv_arr(y, wf, tuple(S), (pf, s, d, G))
     W2T = w.reshape(G, Cog, Cg * Kk).transpose(0, 2, 1)  # (G, Cg*Kk, Cog)
-    if Kk == 1:
-        r = xp.matmul(W2T, y.reshape(N, G, Cog, L)).reshape((N, C) + tuple(O))
-        if all(ss == 1 for ss in s) and Eb == tuple(O):
-            return _crop(r, plo, S)
-        buf = xp.zeros((N, C) + Eb, y.dtype)
-        buf[(Ellipsis,) + _tap_slices((0,) * nd, s, d, O)] = r
-        return _crop(buf, plo, S)
+    if Kk == 1 and (L >= _DIRECT_1X1_L or N == 1):  # one GEMM per image (scattered if strided)
+        y4 = y.reshape(N, G, Cog, L)
+        direct = all(ss == 1 for ss in s) and Eb == tuple(O)
+        res = xp.empty((N, C) + tuple(O), y.dtype) if direct else xp.zeros((N, C) + Eb, y.dtype)
+        at = (slice(None),) + _tap_slices((0,) * nd, s, d, O)
+
+        def images(lo, hi):
+            for n in range(lo, hi):
+                r = res[n].reshape(G, Cg, L) if direct else _scratch(
+                    "cols1", (G, Cg, L), y.dtype, xp)
+                if G == 1:
+                    xp.matmul(W2T[0], y4[n, 0], out=r[0])
+                else:
+                    xp.matmul(W2T, y4[n], out=r)
+                if not direct:
+                    res[n][at] = r.reshape((C,) + tuple(O))
+        _per_image(N, images, xp, N * L * (C + Co))
+        return _crop(res, plo, S)
     buf = xp.zeros((N, C) + Eb, y.dtype)
     work = N * C * Kk * L
     if L >= _BATCH_L or N == 1:
@@ -419,15 +362,28 @@ def _conv_w_arr(x, g, k, geo):
     O = g.shape[2:]
     nd = len(k)
     Cg, Cog, Kk, L = C // G, Co // G, _prod(k), _prod(O)
+    if N == 0:
+        return xp.zeros((Co, Cg) + tuple(k), g.dtype)
     if G > 1 and G == C:
         return _dw_w_arr(x, g, k, geo)
     xpad = _pad_to(x, plo, _extent(O, k, s, d))
-    if Kk == 1:
-        v = _strided_1x1(xpad, s, O).reshape(N, G, Cg, L)
-        gw = xp.matmul(g.reshape(N, G, Cog, L), v.transpose(0, 1, 3, 2)).sum(0)
-        return gw.reshape((Co, Cg) + tuple(k))
-    win = _windows(xpad, k, s, d, O)
     parts = {}  # first image of a range or chunk -> its partial sum (summed in order)
+    if Kk == 1 and (L >= _DIRECT_1X1_L or N == 1):  # one GEMM per image, accumulated
+        v = _strided_1x1(xpad, s, O)
+        g4 = g.reshape(N, G, Cog, L)
+
+        def images1(lo, hi):
+            acc = xp.empty((G, Cog, Cg), g.dtype)
+            tmp = _scratch("gw1", (G, Cog, Cg), g.dtype, xp)
+            for n in range(lo, hi):
+                xp.matmul(g4[n], _image_2d(v, n, G, "cols1").transpose(0, 2, 1),
+                          out=acc if n == lo else tmp)
+                if n > lo:
+                    acc += tmp
+            parts[lo] = acc
+        _per_image(N, images1, xp, N * L * (C + Co))
+        return _sum_parts(parts).reshape((Co, Cg) + tuple(k))
+    win = _windows(xpad, k, s, d, O)
 
     def add(lo, r):
         if lo in parts:
@@ -441,9 +397,15 @@ def _conv_w_arr(x, g, k, geo):
 
         def images(lo, hi):
             cols = _scratch("cols", (C,) + tuple(k) + tuple(O), x.dtype, xp)
+            acc = xp.empty((G, Cog, Cg * Kk), x.dtype)
+            tmp = _scratch("gwk", (G, Cog, Cg * Kk), x.dtype, xp)
             for n in range(lo, hi):
                 xp.copyto(cols, win[n])
-                add(lo, xp.matmul(g4[n], cols.reshape(G, Cg * Kk, L).transpose(0, 2, 1)))
+                xp.matmul(g4[n], cols.reshape(G, Cg * Kk, L).transpose(0, 2, 1),
+                          out=acc if n == lo else tmp)
+                if n > lo:
+                    acc += tmp
+            add(lo, acc)
         _per_image(N, images, xp, work)
         return _sum_parts(parts).reshape((Co, Cg) + tuple(k))
 
@@ -533,212 +495,6 @@ def _winograd_into(x, U, BB, AA, O, plo, out):
         for j in range(2):
             nw = (OW - j + 1) // 2
             xp.copyto(out[:, :, i::2, j::2], Y[i, j, :, :, :nh, :nw].transpose(1, 0, 2, 3))
-
-
-# --------------------------------------------------------------------------- depthwise
-#
-# A depthwise conv has no channel reduction, so it is a sum over kernel taps of shifted
-# inputs times per-channel weights. To make each shifted input one contiguous slice, the
-# zero-padded input is stored flat and split into stride phases (element ``p`` of padded
-# dim ``i`` goes to phase ``p % s_i``, position ``p // s_i``): every tap then reads its phase
-# at a fixed flat offset, and the outputs form a grid with the phase's row pitch (a few junk
-# columns per row, dropped at the end). Work runs in blocks that stay in cache.
-
-_DW_BLOCK = 49152  # elements per multiply-add in the depthwise loops
-
-
-class _Phases:
-    """Flat polyphase layout of the padded input of one conv (see above)."""
-
-    def __init__(self, S, plo, k, s, d, O):
-        nd = len(k)
-        E = _extent(O, k, s, d)
-        E = tuple(max(e, a + n) for e, a, n in zip(E, plo, S))  # cover every input position
-        self.S, self.plo, self.s, self.O = S, plo, s, O
-        self.Ph = Ph = tuple(-(-e // ss) for e, ss in zip(E, s))
-        self.P = P = tuple(_prod(Ph[i + 1:]) for i in range(nd))
-        self.size = _prod(Ph)
-        self.G = O[0] * P[0]  # output grid: full rows of the phase pitch
-        self.offs = []
-        for tap in _taps(k):
-            r = [t * dd % ss for t, dd, ss in zip(tap, d, s)]
-            q = [t * dd // ss for t, dd, ss in zip(tap, d, s)]
-            base = sum(ri * _prod(s[i + 1:]) for i, ri in enumerate(r)) * self.size
-            self.offs.append(base + sum(qi * pi for qi, pi in zip(q, P)))
-        self.F = max(_prod(s) * self.size, max(self.offs) + self.G)
-
-    def _phase_slices(self):
-        """(flat start, per-dim (phase slice, input slice)) for each stride phase."""
-        out = []
-        for j, r in enumerate(itertools.product(*(range(ss) for ss in self.s))):
-            dst, src = [], []
-            for ri, ss, a, n, ph in zip(r, self.s, self.plo, self.S, self.Ph):
-                lo = max(0, -(-(a - ri) // ss))
-                hi = min(ph, -(-(a + n - ri) // ss))
-                hi = max(hi, lo)
-                st = ri + ss * lo - a
-                dst.append(slice(lo, hi))
-                src.append(slice(st, st + ss * (hi - lo), ss) if hi > lo else slice(0, 0))
-            out.append((j * self.size, tuple(dst), tuple(src)))
-        return out
-
-    def fill(self, x, key="pad"):
-        """x (N, C, *S) -> zero-padded flat phases (N, C, F) (a scratch buffer)."""
-        xp = B.namespace(x)
-        N, C = x.shape[:2]
-        buf = _scratch(key, (N, C, self.F), x.dtype, xp)
-        slices = self._phase_slices()
-
-        def part(b, xs):
-            b.fill(0)
-            for start, dst, src in slices:
-                view = b[..., start:start + self.size].reshape(b.shape[:2] + self.Ph)
-                view[(Ellipsis,) + dst] = xs[(Ellipsis,) + src]
-
-        if xp is not np:
-            part(buf, x)
-        elif N > 1:
-            parallel_for(lambda lo, hi: part(buf[lo:hi], x[lo:hi]), N, work=buf.size)
-        else:
-            parallel_for(lambda lo, hi: part(buf[:, lo:hi], x[:, lo:hi]), C, work=buf.size)
-        return buf
-
-    def unfill(self, buf, out):
-        """The adjoint gather: out (N, C, *S) = the input positions of ``buf``."""
-        lead = buf.shape[:2]
-        for start, dst, src in self._phase_slices():
-            view = buf[..., start:start + self.size].reshape(lead + self.Ph)
-            out[(Ellipsis,) + src] = view[(Ellipsis,) + dst]
-        return out
-
-    def grid_view(self, a):
-        """(..., G) grid -> (..., *O) view of its valid outputs."""
-        nd = len(self.O)
-        v = a.reshape(a.shape[:-1] + (self.O[0],) + self.Ph[1:])
-        return v[(Ellipsis,) + tuple(slice(0, o) for o in self.O[1:])] if nd > 1 else v
-
-    def to_grid(self, g, key="dwg"):
-        """g (..., *O) -> (..., G) grid with zeros at the junk positions (a scratch buffer)."""
-        xp = B.namespace(g)
-        nd = len(self.O)
-        buf = _scratch(key, g.shape[:-nd] + (self.G,), g.dtype, xp)
-        if nd > 1:
-            buf.fill(0)
-        self.grid_view(buf)[...] = g
-        return buf
-
-
-def _dw_blocks(N, C, inner):
-    """(n0, n1, c0, c1) blocks of about ``_DW_BLOCK`` elements of ``inner`` each."""
-    cb = max(1, _DW_BLOCK // max(inner, 1))
-    if cb < C:
-        return [(n, n + 1, c, min(C, c + cb)) for n in range(N) for c in range(0, C, cb)]
-    nb = max(1, cb // C)
-    return [(n, min(N, n + nb), 0, C) for n in range(0, N, nb)]
-
-
-def _dw_kernel(name, *arrays):
-    """The compiled depthwise kernel ``name`` (``ember.kernels``) for 2-D float CPU arrays, or
-    None: the numpy passes below then run (they are its reference)."""
-    a0 = arrays[0]
-    if (a0.ndim == 4 and a0.dtype in (np.float32, np.float64) and _kernels.available()
-            and all(type(a) is np.ndarray and a.dtype == a0.dtype for a in arrays)):
-        return _kernels.lookup(name).cpu
-    return None
-
-
-def _dw_arr(x, w, O, geo):
-    """Depthwise conv: out[n, c*m + j] = sum over taps of x[n, c] shifted * w[c*m + j, tap]."""
-    plo, s, d, _ = geo
-    k = _dw_kernel("depthwise_conv2d", x, w)
-    if k is not None:
-        return k(x, w, None, s, plo, d, out_size=tuple(O))
-    xp = B.namespace(x)
-    N, C = x.shape[:2]
-    k = w.shape[2:]
-    m = w.shape[0] // C
-    ph = _Phases(x.shape[2:], plo, k, s, d, O)
-    buf = ph.fill(x)
-    wr = w.reshape(C, m, _prod(k), 1)
-    out = xp.empty((N, C, m) + tuple(O), x.dtype)
-    G = ph.G
-    blocks = _dw_blocks(N, C, m * G)
-
-    def run(lo, hi):
-        for n0, n1, c0, c1 in blocks[lo:hi]:
-            acc = _scratch("dwacc", (n1 - n0, c1 - c0, m, G), x.dtype, xp)
-            tmp = _scratch("dwtmp", (n1 - n0, c1 - c0, m, G), x.dtype, xp)
-            for t, off in enumerate(ph.offs):
-                xs = buf[n0:n1, c0:c1, None, off:off + G]
-                if t == 0:
-                    xp.multiply(xs, wr[c0:c1, :, t], out=acc)
-                else:
-                    xp.multiply(xs, wr[c0:c1, :, t], out=tmp)
-                    acc += tmp
-            out[n0:n1, c0:c1] = ph.grid_view(acc)
-
-    _blocks_for(run, blocks, xp, N * C * m * G * len(ph.offs))
-    return out.reshape((N, C * m) + tuple(O))
-
-
-def _blocks_for(run, blocks, xp, work):
-    """``run(lo, hi)`` over the index range of ``blocks``: split over threads on numpy (each
-    block writes its own part of the output)."""
-    if xp is np:
-        parallel_for(run, len(blocks), work=work)
-    else:
-        run(0, len(blocks))
-
-
-def _dw_t_arr(y, w, S, geo):
-    """Adjoint of the depthwise conv in x: y (N, C*m, *O) -> (N, C, *S)."""
-    plo, s, d, C = geo
-    k = _dw_kernel("depthwise_conv2d_backward_input", y, w)
-    if k is not None:
-        return k(y, w, (y.shape[0], C) + tuple(S), s, plo, d)
-    xp = B.namespace(y)
-    N = y.shape[0]
-    O = y.shape[2:]
-    k = w.shape[2:]
-    m = y.shape[1] // C
-    ph = _Phases(tuple(S), plo, k, s, d, O)
-    G = ph.G
-    gg = ph.to_grid(y.reshape((N, C, m) + tuple(O)))
-    buf = _scratch("pad", (N, C, ph.F), y.dtype, xp)
-    buf.fill(0)
-    wr = w.reshape(C, m, _prod(k), 1)
-    blocks = _dw_blocks(N, C, m * G)
-
-    def run(lo, hi):
-        for n0, n1, c0, c1 in blocks[lo:hi]:
-            tmp = _scratch("dwtmp", (n1 - n0, c1 - c0, m, G), y.dtype, xp)
-            for t, off in enumerate(ph.offs):
-                xp.multiply(gg[n0:n1, c0:c1], wr[c0:c1, :, t], out=tmp)
-                dst = buf[n0:n1, c0:c1, off:off + G]
-                dst += tmp[:, :, 0] if m == 1 else tmp.sum(2)
-
-    _blocks_for(run, blocks, xp, N * C * m * G * len(ph.offs))
-    return ph.unfill(buf, xp.empty((N, C) + tuple(S), y.dtype))
-
-
-def _dw_w_arr(x, g, k, geo):
-    """Adjoint of the depthwise conv in w: (C*m, 1, *k)."""
-    plo, s, d, _ = geo
-    kern = _dw_kernel("depthwise_conv2d_backward_weight", x, g)
-    if kern is not None:
-        return kern(x, g, tuple(k), s, plo, d)
-    xp = B.namespace(x)
-    N, C = x.shape[:2]
-    O = g.shape[2:]
-    m = g.shape[1] // C
-    ph = _Phases(x.shape[2:], plo, k, s, d, O)
-    G = ph.G
-    buf = ph.fill(x)
-    gg = ph.to_grid(g.reshape((N, C, m) + tuple(O)))
-    gw = xp.empty((C, m, _prod(k)), g.dtype)
-    for t, off in enumerate(ph.offs):
-        gw[:, :, t] = xp.einsum("ncmp,ncp->cm", gg, buf[:, :, off:off + G])
-    return gw.reshape((C * m, 1) + tuple(k))
 
 
 # =========================================================================== recorded ops
@@ -985,149 +741,3 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """
     return _conv_transposend(3, "conv_transpose3d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
-
-
-# =========================================================================== unfold / fold
-
-def _unfold_arr(x, k, geo, O):
-    xp = B.namespace(x)
-    plo, s, d, _ = geo
-    win = _windows(_pad_to(x, plo, _extent(O, k, s, d)), k, s, d, O)
-    N, C = x.shape[:2]
-    out = xp.empty((N, C) + tuple(k) + tuple(O), x.dtype)
-    xp.copyto(out, win)
-    return out.reshape(N, C * _prod(k), _prod(O))
-
-
-def _fold_arr(cols, S, k, geo, O):
-    xp = B.namespace(cols)
-    plo, s, d, _ = geo
-    N = cols.shape[0]
-    C = cols.shape[1] // _prod(k)
-    E = _extent(O, k, s, d)
-    Eb = tuple(max(e, a + n) for e, a, n in zip(E, plo, S))
-    buf = xp.zeros((N, C) + Eb, cols.dtype)
-    _col2im_add(buf, cols.reshape((N, C) + tuple(k) + tuple(O)), k, s, d, O)
-    return _crop(buf, plo, S)
-
-
-class Im2ColBackward(Node):
-    __slots__ = ("S", "k", "geo", "O")
-
-    def backward(self, g):
-        return (_fold(g, self.S, self.k, self.geo, self.O),)
-
-
-class Col2ImBackward(Node):
-    __slots__ = ("S", "k", "geo", "O")
-
-    def backward(self, g):
-        return (_unfold(g, self.k, self.geo, self.O),)
-
-
-def _linear_record(cls, out, x, S, k, geo, O):
-    if STATE.enabled and x.requires_grad:
-        n = new_node(cls)
-        n.S, n.k, n.geo, n.O = S, k, geo, O
-        record(n, out, x)
-    return out
-
-
-def _unfold(x, k, geo, O):
-    return _linear_record(Im2ColBackward, wrap(_unfold_arr(x.array, k, geo, O)), x,
-                          tuple(x.array.shape[2:]), k, geo, O)
-
-
-def _fold(cols, S, k, geo, O):
-    return _linear_record(Col2ImBackward, wrap(_fold_arr(cols.array, S, k, geo, O)), cols,
-                          S, k, geo, O)
-
-
-def _fold_args(op, kernel_size, dilation, padding, stride):
-    k = _ntuple_exact(kernel_size, "kernel_size")
-    d = _ntuple_exact(dilation, "dilation")
-    p = _ntuple_exact(padding, "padding")
-    s = _ntuple_exact(stride, "stride")
-    if any(v <= 0 for v in k):
-        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: "
-                           f"{k[0]} kernel_width: {k[1]}")
-    if any(v <= 0 for v in s):
-        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {s[0]} "
-                           f"stride_width: {s[1]}")
-    if any(v <= 0 for v in d):
-        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: "
-                           f"{d[0]} dilation_width: {d[1]}")
-    if any(v < 0 for v in p):
-        raise RuntimeError(f"padding should be non-negative, but got pad_height: {p[0]} "
-                           f"pad_width: {p[1]}")
-    return k, d, p, s
-
-
-def _ntuple_exact(v, what):
-    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-        return (int(v),) * 2
-    if isinstance(v, (tuple, list)) and len(v) == 2:
-        return tuple(int(e) for e in v)
-    n = len(v) if isinstance(v, (tuple, list)) else v
-    raise RuntimeError(f"It is expected {what} equals to 2, but got size {n}")
-
-
-def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """Extract sliding local blocks (im2col): (N, C, H, W) -> (N, C*kH*kW, L), where ``L`` is
-    the number of block positions; an unbatched (C, H, W) input gives (C*kH*kW, L). Each
-    column holds one block, channel-major then kernel row, kernel column.
-
-    >>> unfold(ember.randn(1, 2, 4, 4), kernel_size=2).shape
-    (1, 8, 9)
-    """
-    k, d, p, s = _fold_args("unfold", kernel_size, dilation, padding, stride)
-    if input.dim() not in (3, 4):
-        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
-                           f"{input.dim()}D)")
-    unbatched = input.dim() == 3
-    x = input.unsqueeze(0) if unbatched else input
-    S = tuple(x.shape[2:])
-    O = _out_size(S, p, p, k, s, d)
-    if any(o < 1 for o in O):
-        raise RuntimeError(
-            f"Given input with spatial size {tuple(S)}, kernel_size={k}, dilation={d}, "
-            f"padding={p}, calculated shape of the array of sliding blocks as {tuple(O)}, but "
-            "its components must be at least one.")
-    out = _unfold(x, k, (p, s, d, 1), O)
-    return out.squeeze(0) if unbatched else out
-
-
-def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """Combine sliding local blocks into a tensor (col2im, summing overlaps): the adjoint of
-    ``unfold``. (N, C*kH*kW, L) or (C*kH*kW, L) -> (N, C, *output_size).
-
-    >>> x = ember.ones(1, 1, 3, 3)
-    >>> fold(unfold(x, 2), (3, 3), 2)[0, 0, 1, 1].item()  # the centre is in 4 blocks
-    4.0
-    """
-    S = _ntuple_exact(output_size, "output_size")
-    k, d, p, s = _fold_args("fold", kernel_size, dilation, padding, stride)
-    if input.dim() not in (2, 3) or any(n == 0 for n in input.shape[1:]):
-        raise RuntimeError(
-            "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
-            f"non-zero dimensions for input, but got: {list(input.shape)}")
-    unbatched = input.dim() == 2
-    x = input.unsqueeze(0) if unbatched else input
-    Kk = _prod(k)
-    if x.shape[1] % Kk:
-        raise RuntimeError(
-            "Expected size of input's dimension 1 to be divisible by the product of "
-            f"kernel_size, but got input.size(1)={x.shape[1]} and kernel_size={k}.")
-    O = _out_size(S, p, p, k, s, d)
-    if any(o < 1 for o in O):
-        raise RuntimeError(
-            f"Given output_size={S}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
-            f"calculated shape of the array of sliding blocks as {O}, but its components must "
-            "be at least one.")
-    if x.shape[2] != _prod(O):
-        raise RuntimeError(
-            f"Given output_size={S}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
-            f"expected size of input's dimension 2 to match the calculated number of sliding "
-            f"blocks {O[0]} * {O[1]} = {_prod(O)}, but got input.size(2)={x.shape[2]}.")
-    out = _fold(x, S, k, (p, s, d, 1), O)
-    return out.squeeze(0) if unbatched else out
