@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from ember import nn
+from ember.nn.modules.container import bn_act
 
 from ._api import Weights, WeightsEnum, _load, _preset_factory as _preset, _weights_kwargs, \
     register_model
@@ -54,7 +55,7 @@ class BasicBlock(nn.Module):
 
     def forward(self, x):
         identity = x if self.downsample is None else self.downsample(x)
-        out = self.relu(self.bn1(self.conv1(x)))
+        out = bn_act(self.bn1, self.relu, self.conv1(x))
         out = self.bn2(self.conv2(out))
         return self.relu(out + identity)
 
@@ -81,8 +82,8 @@ class Bottleneck(nn.Module):
 
     def forward(self, x):
         identity = x if self.downsample is None else self.downsample(x)
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
+        out = bn_act(self.bn1, self.relu, self.conv1(x))
+        out = bn_act(self.bn2, self.relu, self.conv2(out))
         out = self.bn3(self.conv3(out))
         return self.relu(out + identity)
 
@@ -151,7 +152,7 @@ class ResNet(nn.Module):
         return nn.Sequential(*layers)
 
     def forward(self, x):
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.maxpool(bn_act(self.bn1, self.relu, self.conv1(x)))
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
         x = self.avgpool(x).flatten(1)
         return self.fc(x)

@@ -41,28 +41,39 @@ def _no_hooks(m):
     return not (m._forward_pre_hooks or m._forward_hooks)
 
 
-def _forward_fusing(mods, x):
-    """``Sequential.forward`` where a BatchNorm in eval mode (running statistics) is directly
-    followed by ReLU/ReLU6/Hardswish/Hardsigmoid/SiLU and neither has hooks: the pair runs
-    as one pass of the compiled batch-norm kernel with the activation fused
-    (``F.normalization._batch_norm_act``) when no gradient is recorded; otherwise, and for
-    every other module, each module is called as usual."""
-    from ..functional.normalization import _batch_norm_act
+def bn_act(bn, act, x):
+    """``act(bn(x))``, as one pass of the compiled batch-norm kernel with the activation fused
+    (``F.normalization._batch_norm_act``) when ``bn`` is a BatchNorm in eval mode with running
+    statistics, ``act`` a ReLU/ReLU6/Hardswish/Hardsigmoid/SiLU, neither has hooks and no
+    gradient is recorded; otherwise the two modules are called as usual. Conv-BN-act blocks
+    call it (``Sequential`` does for such pairs, ResNet's blocks explicitly)."""
+    if _FUSE_TYPES is None:
+        _fuse_types()
+    bns, acts = _FUSE_TYPES
+    if type(bn) in bns and not bn.training and bn.track_running_stats:
+        kind = acts.get(type(act))
+        if kind is not None and _no_hooks(bn) and _no_hooks(act):
+            from ..functional.normalization import _batch_norm_act
 
+            bn._check_input_dim(x)
+            y = _batch_norm_act(x, bn.running_mean, bn.running_var, bn.weight, bn.bias,
+                                bn.eps, kind)
+            if y is not None:
+                return y
+    return act(bn(x))
+
+
+def _forward_fusing(mods, x):
+    """``Sequential.forward`` where each BatchNorm directly followed by an activation runs
+    through :func:`bn_act`; every other module is called as usual."""
     bns, acts = _FUSE_TYPES
     i, n = 0, len(mods)
     while i < n:
         m = mods[i]
-        if i + 1 < n and type(m) in bns and not m.training and m.track_running_stats:
-            kind = acts.get(type(mods[i + 1]))
-            if kind is not None and _no_hooks(m) and _no_hooks(mods[i + 1]):
-                m._check_input_dim(x)
-                y = _batch_norm_act(x, m.running_mean, m.running_var, m.weight, m.bias,
-                                    m.eps, kind)
-                if y is not None:
-                    x = y
-                    i += 2
-                    continue
+        if i + 1 < n and type(m) in bns and type(mods[i + 1]) in acts:
+            x = bn_act(m, mods[i + 1], x)
+            i += 2
+            continue
         x = m(x)
         i += 1
     return x
