@@ -6,7 +6,7 @@ from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (detect_anomaly, enable_grad, inference_mode, is_anomaly_enabled,
                         is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled)
 from . import graph
-from .graph import Node, run_backward
+from .graph import B, Node, run_backward
 from .gradcheck import gradcheck, gradgradcheck
 
 
@@ -19,9 +19,6 @@ def _as_list(x):
 
 
 def _make_grads(outputs, grads):
-    from .. import _backend as B
-    from . import graph
-
     Tensor = graph.Tensor
     out = []
     for i, t in enumerate(outputs):

@@ -203,6 +203,30 @@ def record(node, out, *inputs):
     return out
 
 
+def record2(node, out, a, b):
+    """``record(node, out, a, b)`` for two tensor inputs, unrolled (the binary ops' hot path)."""
+    if a.requires_grad:
+        if a._base is not None and a._version[0] != a._view_ver:
+            _refresh_view(a)
+        fn = a.grad_fn
+        ea = (a, 0) if fn is None else (fn, a._out_nr)
+    else:
+        ea = None
+    if b.requires_grad:
+        if b._base is not None and b._version[0] != b._view_ver:
+            _refresh_view(b)
+        fn = b.grad_fn
+        eb = (b, 0) if fn is None else (fn, b._out_nr)
+    else:
+        eb = None
+    node.next = (ea, eb)
+    out.grad_fn = node
+    out.requires_grad = True
+    if STATE.anomaly:
+        node._get_extra()["trace"] = "".join(traceback.format_stack()[:-2])
+    return out
+
+
 def _refresh_view(t):
     """The base changed in place since this view's history was recorded: re-derive the view
     from the base's current history (see ops/_views.py)."""
@@ -414,11 +438,12 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
         if fn is not None and fn not in deps:
             deps[fn] = 0
             stack.append(fn)
-    order = []  # discovery order, used for pruning in autograd.grad
+    order = [] if capture is not None else None  # discovery order, for autograd.grad's pruning
     leaf_deps = {}  # id(leaf) -> edges still to deliver: a leaf is accumulated once per pass
     while stack:
         n = stack.pop()
-        order.append(n)
+        if order is not None:
+            order.append(n)
         for e in n.next:
             if e is not None:
                 t = e[0]
@@ -430,7 +455,8 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
                     else:
                         deps[t] = c + 1
                 else:
-                    leaf_deps[id(t)] = leaf_deps.get(id(t), 0) + 1
+                    k = id(t)
+                    leaf_deps[k] = leaf_deps.get(k, 0) + 1
     leaf_bufs = {}  # id(leaf) -> gradient summed so far
 
     needed = None
@@ -456,6 +482,8 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
 
     # phase 2: run nodes when all their consumers have contributed
     buffers = {}
+    owned = set()  # buffer keys whose summed array the engine allocated (safe to add into)
+    dense = not create_graph  # sums of plain gradients may then run on the arrays
     ready = []
     for r, g in zip(roots, root_grads):
         fn = r.grad_fn
@@ -466,41 +494,51 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
             else:
                 _accumulate_leaf(r, g, handed, create_graph)
             continue
-        _add_to_buffer(buffers, fn, r._out_nr, g)
+        _add_to_buffer(buffers, fn, r._out_nr, g, owned if dense else None)
     for r in roots:
         fn = r.grad_fn
         if fn is not None and deps.get(fn) == 0 and fn not in ready:
             ready.append(fn)
 
+    anomaly = STATE.anomaly
     while ready:
         node = ready.pop()
         grad = buffers.pop(node, None)
-        if capture is not None and node in target_nodes:
-            for nr in range(node.n_outputs):
-                for i in node_targets.get((node, nr), ()):
-                    g = grad if node.n_outputs == 1 else (grad[nr] if grad is not None else None)
-                    capture[i] = g
-        run = grad is not None and (needed is None or node in needed)
+        if capture is not None:
+            if node in target_nodes:
+                for nr in range(node.n_outputs):
+                    for i in node_targets.get((node, nr), ()):
+                        g = grad if node.n_outputs == 1 else (
+                            grad[nr] if grad is not None else None)
+                        capture[i] = g
+            run = grad is not None and node in needed
+        else:
+            run = grad is not None
+        nxt = node.next
         if run:
             if node.n_outputs > 1:
                 grad = _materialize(node, grad)
-            grads = _call_node(node, grad)
+            if node._extra is None and not anomaly:  # no hooks: _call_node's work, inline
+                grads = node.backward(grad)
+                if type(grads) is not tuple:
+                    grads = tuple(grads) if isinstance(grads, list) else (grads,)
+            else:
+                grads = _call_node(node, grad)
             if not retain_graph:
                 node.release()
-        else:
-            grads = ()
-        nxt = node.next
-        if run and len(grads) < len(nxt):
-            raise RuntimeError(
-                f"{node.name()} returned {len(grads)} gradients, expected {len(nxt)}")
-        for k, e in enumerate(nxt):
+            if len(grads) < len(nxt):
+                raise RuntimeError(
+                    f"{node.name()} returned {len(grads)} gradients, expected {len(nxt)}")
+        k = -1
+        for e in nxt:
+            k += 1
             if e is None:
                 continue
-            t, nr = e
+            t = e[0]
             g = grads[k] if run else None
             if isinstance(t, Node):
                 if g is not None:
-                    _add_to_buffer(buffers, t, nr, g)
+                    _add_to_buffer(buffers, t, e[1], g, owned if dense else None)
                 c = deps[t] - 1
                 deps[t] = c
                 if c == 0:
@@ -519,7 +557,9 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
                     continue
                 leaf_deps[key] = c
                 if g is not None:
-                    leaf_bufs[key] = _sum_grads(leaf_bufs.get(key), g)
+                    old = leaf_bufs.get(key)
+                    leaf_bufs[key] = g if old is None else (
+                        _sum_dense(old, g, key, owned) if dense else _sum_grads(old, g))
                 if c == 0 and key in leaf_bufs:
                     _accumulate_leaf(t, leaf_bufs.pop(key), handed, create_graph)
 
@@ -536,16 +576,41 @@ def _run(roots, root_grads, retain_graph, create_graph, inputs, allow_unused):
     return None
 
 
-def _add_to_buffer(buffers, node, nr, g):
+def _sum_dense(old, g, key, owned):
+    """``old + g`` for two gradients when no graph is being built. The first sum allocates
+    (``old`` may be shared: a root gradient, or one handed to several edges); its result,
+    seen by no one else, is marked in ``owned`` and later contributions are added into it in
+    place, as torch's engine accumulates. Anything unusual goes through ``_sum_grads``."""
+    if type(old) is not Tensor or type(g) is not Tensor:   # e.g. row-sparse gradients
+        return _sum_grads(old, g)
+    od, gd = old.array, g.array
+    if od.shape != gd.shape or od.dtype != gd.dtype or type(od) is not type(gd):
+        return _sum_grads(old, g)
+    if key in owned:
+        od += gd
+        return old
+    owned.add(key)
+    return Tensor._make(od + gd)
+
+
+def _add_to_buffer(buffers, node, nr, g, owned=None):
+    """Add ``g`` into ``node``'s input buffer (slot ``nr``); ``owned`` (a set, when no graph
+    is built) enables in-place sums (see ``_sum_dense``)."""
     if node.n_outputs == 1:
         old = buffers.get(node)
-        buffers[node] = g if old is None else old + g
+        if old is None:
+            buffers[node] = g
+        else:
+            buffers[node] = _sum_dense(old, g, node, owned) if owned is not None else old + g
     else:
         slots = buffers.get(node)
         if slots is None:
             slots = buffers[node] = [None] * node.n_outputs
         old = slots[nr]
-        slots[nr] = g if old is None else old + g
+        if old is None:
+            slots[nr] = g
+        else:
+            slots[nr] = _sum_dense(old, g, (node, nr), owned) if owned is not None else old + g
 
 
 def retain_grad_hook(tensor):

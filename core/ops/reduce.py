@@ -220,6 +220,14 @@ class SumBackward(Node):
     __slots__ = ("shape", "dims", "keepdim", "dtype", "scale")
 
     def backward(self, g):
+        gd = g.array
+        if not STATE.enabled and type(gd) is np.ndarray and gd.dtype is self.dtype:
+            # no graph to build: the same steps on the array (a read-only broadcast view)
+            if self.scale is not None:
+                gd = gd * self.scale
+            if self.dims and not self.keepdim:
+                gd = gd.reshape(_keep_shape(self.shape, self.dims))
+            return (U._make(gd if gd.shape == self.shape else np.broadcast_to(gd, self.shape)),)
         if self.scale is not None:
             g = g * self.scale
         g = expand_to(_restore_dims(g, self.shape, self.dims, self.keepdim), self.shape)

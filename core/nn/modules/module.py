@@ -166,7 +166,10 @@ class Module(Convertible):
     # ------------------------------------------------------------------ attributes
     def __getattr__(self, name):
         d = self.__dict__
-        for store in ("_parameters", "_buffers", "_modules"):
+        s = d.get("_parameters")  # the hot lookup (``self.weight`` in every forward) first
+        if s is not None and name in s:
+            return s[name]
+        for store in ("_buffers", "_modules"):
             s = d.get(store)
             if s is not None and name in s:
                 return s[name]
