@@ -175,7 +175,13 @@ def _cmd_run(args):
         print("launching: " + " ".join(cmd), flush=True)
         return subprocess.call(cmd)
     fn, _, cfg = _resolve(args.recipe, args.config, args.overrides)
-    rc = fn(cfg)
+    import ember
+
+    threads = ember.get_num_threads()
+    try:
+        rc = fn(cfg)
+    finally:   # a recipe may set its own thread count; a caller in-process keeps its own
+        ember.set_num_threads(threads)
     return int(rc or 0)
 
 
