@@ -10,7 +10,13 @@
 - ``ember.rl.data``: replay buffers, storages (list, tensor, memmap), samplers (random,
   without replacement, prioritized on a vectorised sum tree, slices), ``dumps``/``loads``
   without pickle;
-- ``ember.rl.objectives``: the value estimators (``ember.rl.objectives.value.functional``).
+- ``ember.rl.modules``: ``MLP``, ``ConvNet``, dueling Q-nets, ``Actor``,
+  ``ProbabilisticActor``, ``ValueOperator``, ``QValueActor``, ``EGreedyModule``,
+  ``AdditiveGaussianModule``, ``OrnsteinUhlenbeckProcessModule``;
+- ``ember.rl.objectives``: ``ClipPPOLoss``, ``KLPENPPOLoss``, ``A2CLoss``, ``DQNLoss``,
+  ``SACLoss``, ``TD3Loss``, ``DDPGLoss``, ``SoftUpdate``/``HardUpdate``, the keyed value
+  estimators (``GAE``, ``TD0Estimator``, ``TD1Estimator``, ``TDLambdaEstimator``) and their
+  plain tensor functions (``ember.rl.objectives.value.functional``).
 
 Submodules load on first use.
 """
