@@ -290,7 +290,9 @@ def _dlrm_pair(fused_opt, torch_sparse_opt):
     le, lt = float(out["e"].item()), float(out["t"].item())
     a = ebc.embedding_bags["t0"].weight.detach().numpy()
     b = twin.bags[0].weight.detach().numpy()
-    if abs(le - lt) > 1e-4 * max(1.0, abs(lt)) or float(np.abs(a - b).max()) > 1e-5:
+    # Adam's first step moves a row by about lr (1e-3) whatever the gradient's size, so a
+    # gradient near zero that differs in its last bits moves by a visibly different amount
+    if abs(le - lt) > 1e-4 * max(1.0, abs(lt)) or float(np.abs(a - b).max()) > 1e-4:
         raise AssertionError(f"DLRM step: ember and torch differ (loss {le} vs {lt}, table "
                              f"{float(np.abs(a - b).max()):.2e})")
     return run_e, run_t
