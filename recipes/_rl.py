@@ -20,7 +20,7 @@ from ember.rl.envs import GymEnv
 from ember.rl.modules import ExplorationType, set_exploration_type
 
 __all__ = ["make_env", "EpisodeReturns", "off_policy_data", "evaluate", "BufferState", "setup_threads",
-           "report_eval", "metrics_row", "nan_if_empty"]
+           "finish", "metrics_row", "nan_if_empty"]
 
 
 def setup_threads(cfg):
@@ -110,11 +110,24 @@ def metrics_row(columns, **values):
     return {c: values.get(c, math.nan) for c in columns}
 
 
-def report_eval(run, columns, frames, mean, returns):
-    """Log the evaluation as the last metrics row and return the closing line."""
+def finish(run, collector, policy, cfg, frames, columns, before_eval=None):
+    """The end of an RL recipe: a last checkpoint of the trained state (unless one was just
+    written; a later ``resume=true`` then only re-evaluates), the collector shut down,
+    ``before_eval()`` if given (e.g. DQN restoring its best greedy policy), the evaluation
+    of ``policy`` over ``cfg["eval_episodes"]`` episodes logged as the last metrics row and
+    printed last. Returns the exit code."""
+    if run.every_steps and run.step % run.every_steps:
+        run.save_checkpoint()
+    collector.shutdown()
+    if before_eval is not None:
+        before_eval()
+    mean, returns = evaluate(policy, cfg["env"], run.seed, int(cfg.get("eval_episodes", 10)))
     run.log_row(metrics_row(columns, frames=frames, eval_mean_return=mean))
-    return f"eval_mean_return {mean:.1f} over {len(returns)} episodes " \
-           f"(min {min(returns):.1f}, max {max(returns):.1f})"
+    line = (f"eval_mean_return {mean:.1f} over {len(returns)} episodes "
+            f"(min {min(returns):.1f}, max {max(returns):.1f})")
+    run.finish(line)
+    print(line, flush=True)
+    return 0
 
 
 def nan_if_empty(values):

@@ -34,8 +34,8 @@ from ember.rl.objectives import DQNLoss, HardUpdate
 from ember.recipes._config import ConfigError
 from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun
 from ember.recipes._registry import register_recipe
-from ember.recipes._rl import (BestPolicy, BufferState, EpisodeReturns, evaluate, make_env,
-                               metrics_row, nan_if_empty, off_policy_data, report_eval,
+from ember.recipes._rl import (BestPolicy, BufferState, EpisodeReturns, evaluate, finish,
+                               make_env, metrics_row, nan_if_empty, off_policy_data,
                                setup_threads)
 
 __all__ = ["main", "make_qnet"]
@@ -131,12 +131,5 @@ def main(cfg):
                                         select_return=sel))
     if run.interrupted:
         return EXIT_INTERRUPTED
-    if run.every_steps and run.step % run.every_steps:
-        run.save_checkpoint()            # the trained state (a later resume=true re-evaluates)
-    collector.shutdown()
-    best.restore()                       # the best greedy policy seen (select_best), if any
-    mean, rets = evaluate(qnet, cfg["env"], seed, int(cfg.get("eval_episodes", 10)))
-    line = report_eval(run, COLUMNS, n_batches * fpb, mean, rets)
-    run.finish(line)
-    print(line, flush=True)
-    return 0
+    return finish(run, collector, qnet, cfg, n_batches * fpb, COLUMNS,
+                  before_eval=best.restore)   # the best greedy policy seen (select_best)

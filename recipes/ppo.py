@@ -29,8 +29,7 @@ from ember.rl.objectives import ClipPPOLoss
 from ember.recipes._config import ConfigError
 from ember.recipes._loop import EXIT_INTERRUPTED, TrainingRun
 from ember.recipes._registry import register_recipe
-from ember.recipes._rl import (EpisodeReturns, evaluate, make_env, metrics_row, report_eval,
-                               setup_threads)
+from ember.recipes._rl import EpisodeReturns, finish, make_env, metrics_row, setup_threads
 
 __all__ = ["main", "make_actor_critic"]
 
@@ -124,11 +123,4 @@ def main(cfg):
                                         **{k: v / max(count, 1) for k, v in sums.items()}))
     if run.interrupted:
         return EXIT_INTERRUPTED
-    if run.every_steps and run.step % run.every_steps:
-        run.save_checkpoint()            # the trained state (a later resume=true re-evaluates)
-    collector.shutdown()
-    mean, rets = evaluate(actor, cfg["env"], seed, int(cfg.get("eval_episodes", 10)))
-    line = report_eval(run, COLUMNS, n_batches * fpb, mean, rets)
-    run.finish(line)
-    print(line, flush=True)
-    return 0
+    return finish(run, collector, actor, cfg, n_batches * fpb, COLUMNS)
