@@ -41,59 +41,16 @@ def add_chain():
     return run_e, run_t
 
 
-def _mlp_data(batch=128, sizes=(784, 512, 512, 10), seed=0):
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
-    y = rng.integers(0, sizes[-1], batch)
-    return x, y, sizes
-
-
-def _numpy_step():
-    """Forward and backward written out by hand, weights stored (in, out) so no GEMM needs
-    a transposed output, SGD applied in place."""
-    import numpy as np
-
-    x, y, sizes = _mlp_data()
-    rng = np.random.default_rng(1)
-    params = []
-    for i, o in zip(sizes[:-1], sizes[1:]):
-        params += [(rng.standard_normal((i, o)) * (2 / i) ** 0.5).astype(np.float32),
-                   np.zeros(o, np.float32)]
-    b = len(x)
-    rows = np.arange(b)
-
-    def step():
-        w1, b1, w2, b2, w3, b3 = params
-        a1 = x @ w1 + b1
-        h1 = np.maximum(a1, 0)
-        a2 = h1 @ w2 + b2
-        h2 = np.maximum(a2, 0)
-        o = h2 @ w3 + b3
-        e = np.exp(o - o.max(1, keepdims=True))
-        g = e / e.sum(1, keepdims=True)
-        g[rows, y] -= 1
-        g /= b
-        grads = [None] * 6
-        grads[4], grads[5] = h2.T @ g, g.sum(0)
-        g = (g @ w3.T) * (a2 > 0)
-        grads[2], grads[3] = h1.T @ g, g.sum(0)
-        g = (g @ w2.T) * (a1 > 0)
-        grads[0], grads[1] = x.T @ g, g.sum(0)
-        for p, gp in zip(params, grads):
-            p -= 0.01 * gp
-    return step
-
-
 @suite.figure("MLP 784-512-512-10 step (nn.Linear, SGD) vs numpy by hand", unit="ms",
               goal=1.05, anchor="numpy")
 def mlp_modules():
+    import core
     import ember
     import ember.nn as nn
     import ember.nn.functional as F
 
-    x, y, sizes = _mlp_data()
+    x, y, params = core._mlp_data()
+    sizes = [params[0].shape[0]] + [w.shape[1] for w in params[::2]]
     ex, ey = ember.from_numpy(x), ember.from_numpy(y)
     ember.manual_seed(0)
     layers = []
@@ -106,7 +63,7 @@ def mlp_modules():
         opt.zero_grad()
         F.cross_entropy(model(ex), ey).backward()
         opt.step()
-    return step, _numpy_step()
+    return step, core.numpy_mlp_step()
 
 
 @suite.figure("MLP step (tensor ops, as bench/core.py) vs numpy by hand", unit="ms",
@@ -116,7 +73,7 @@ def mlp_tensor_ops():
     ``sub_(alpha=)``) against its hand-written numpy step: the issue's ratio, in one figure."""
     import core
 
-    return core.mlp_step()[0], core.mlp_step_numpy()[0]
+    return core.mlp_step()[0], core.numpy_mlp_step()
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ class EnvBase:
         return seed
 
     def _set_seed(self, seed):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _set_seed(seed)")
 
     def reset(self, tensordict=None):
         out = self._reset(tensordict)

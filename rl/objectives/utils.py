@@ -98,7 +98,7 @@ class TargetNetUpdater:
                 t.copy_(s.detach())
 
     def step(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define step()")
 
     def update_values(self):
         """Same as ``step``."""

@@ -32,7 +32,7 @@ class Sampler:
     _generator = None
 
     def sample(self, storage, batch_size):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define sample(storage, batch_size)")
 
     def add(self, index):
         pass

@@ -46,7 +46,7 @@ class _SegmentTree:
     # subclasses: the reduction of two child arrays
     @staticmethod
     def _op(a, b):
-        raise NotImplementedError
+        raise NotImplementedError("a segment tree subclass must define _op(a, b)")
 
     def __len__(self):
         return self.capacity

@@ -65,7 +65,7 @@ class Storage:
         return (len(self),)
 
     def _empty(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _empty()")
 
     def attach(self, buffer):
         pass

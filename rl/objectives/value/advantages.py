@@ -198,7 +198,7 @@ class ValueEstimatorBase(nn.Module):
         return target - value, target
 
     def _target(self, next_value, reward, done, terminated, time_dim):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define _target(...)")
 
 
 def _average(x):
