@@ -187,29 +187,7 @@ def test_five_and_ten_crop_match_torchvision(inp):
     np.testing.assert_array_equal(np.asarray(crops[4]), _want("geo/ten_crop")[4].transpose(1, 2, 0))
 
 
-COLOR = {
-    "brightness": lambda x: F.adjust_brightness(x, 1.3),
-    "brightness_dark": lambda x: F.adjust_brightness(x, 0.55),
-    "contrast": lambda x: F.adjust_contrast(x, 0.6),
-    "contrast_up": lambda x: F.adjust_contrast(x, 1.7),
-    "saturation": lambda x: F.adjust_saturation(x, 0.4),
-    "saturation_up": lambda x: F.adjust_saturation(x, 1.8),
-    "hue": lambda x: F.adjust_hue(x, 0.2),
-    "hue_neg": lambda x: F.adjust_hue(x, -0.35),
-    "gamma": lambda x: F.adjust_gamma(x, 0.7, 1.1),
-    "gamma_up": lambda x: F.adjust_gamma(x, 1.6),
-    "sharpness": lambda x: F.adjust_sharpness(x, 2.0),
-    "sharpness_blur": lambda x: F.adjust_sharpness(x, 0.3),
-    "autocontrast": F.autocontrast,
-    "equalize": F.equalize,
-    "posterize": lambda x: F.posterize(x, 3),
-    "solarize": lambda x: F.solarize(x, 0.4 if getattr(x, "is_floating_point",
-                                                       lambda: False)() else 100),
-    "invert": F.invert,
-    "gray1": lambda x: F.rgb_to_grayscale(x, 1),
-    "gray3": lambda x: F.rgb_to_grayscale(x, 3),
-    "permute": lambda x: F.permute_channels(x, [2, 0, 1]),
-}
+COLOR = _CASES.color_calls(F)
 COLOR_CASES = [(n, kind) for n in COLOR for kind in ("tensor", "pil", "float")
                if f"color/{n}/{kind}" in FIX.files]
 
