@@ -11,13 +11,23 @@ import os
 
 from ember.data.download import DatasetFormatError, download_url, extract_archive
 
-__all__ = ["fetch_and_extract", "load_clip", "DatasetFormatError", "missing"]
+__all__ = ["fetch_and_extract", "archive_stem", "load_clip", "DatasetFormatError", "missing"]
 
 
 def missing(path, name):
     """The error for a corpus that is not on disk: where it was looked for, how to get it."""
     return RuntimeError(f"{name}: dataset not found at {path}; pass download=True to download "
                         f"it, or place the extracted corpus there")
+
+
+def archive_stem(url):
+    """The file name of an archive's URL without its archive extension
+    (``.../LJSpeech-1.1.tar.bz2`` -> ``LJSpeech-1.1``)."""
+    name = os.path.basename(url.rstrip("/"))
+    for ext in (".tar.bz2", ".tar.gz", ".tgz", ".tar", ".zip"):
+        if name.endswith(ext):
+            return name[:-len(ext)]
+    return name
 
 
 def fetch_and_extract(url, root, sha256=None, extract_to=None):

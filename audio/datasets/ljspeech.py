@@ -10,7 +10,7 @@ import os
 
 from ember.data.pipe import MapDataPipe
 
-from ._util import DatasetFormatError, fetch_and_extract, load_clip, missing
+from ._util import DatasetFormatError, archive_stem, fetch_and_extract, load_clip, missing
 
 __all__ = ["LJSPEECH"]
 
@@ -42,10 +42,7 @@ class LJSPEECH(MapDataPipe):
 
     def __init__(self, root, url=_URL, folder_in_archive="wavs", download=False):
         root = os.fspath(root)
-        base = os.path.basename(url)
-        for ext in (".tar.bz2", ".tar.gz", ".tar"):
-            if base.endswith(ext):
-                base = base[:-len(ext)]
+        base = archive_stem(url)
         self._path = os.path.join(root, base, folder_in_archive)
         if download and not os.path.isdir(self._path):
             fetch_and_extract(url, root, _SHA256 if url == _URL else None)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ember.data.pipe import MapDataPipe
 
-from ._util import DatasetFormatError, fetch_and_extract, load_clip, missing
+from ._util import DatasetFormatError, archive_stem, fetch_and_extract, load_clip, missing
 
 __all__ = ["SPEECHCOMMANDS"]
 
@@ -53,11 +53,7 @@ class SPEECHCOMMANDS(MapDataPipe):
         if sha is not None:
             url = _BASE_URL + url + ".tar.gz"
         root = os.fspath(root)
-        name = os.path.basename(url)
-        for ext in (".tar.gz", ".tgz", ".tar"):
-            if name.endswith(ext):
-                name = name[:-len(ext)]
-        self._path = os.path.join(root, folder_in_archive, name)
+        self._path = os.path.join(root, folder_in_archive, archive_stem(url))
         if download and not os.path.isdir(self._path):
             fetch_and_extract(url, os.path.join(root, folder_in_archive), sha,
                               extract_to=self._path)
