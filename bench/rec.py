@@ -38,7 +38,9 @@ def _data(seed=0):
     return lengths, ids, w0
 
 
-def _pair(opt, torch_opt, lr=0.01):
+def _ebc_setup(**ebc_kwargs):
+    """(ebc, kjt, torch inputs [(ids, offsets)] per table, initial tables w0) of the figures:
+    one EmbeddingBagCollection of T tables, one feature each, over ``_data()``."""
     import numpy as np
     import torch
 
@@ -49,20 +51,27 @@ def _pair(opt, torch_opt, lr=0.01):
     keys = [f"f{i}" for i in range(T)]
     ebc = EmbeddingBagCollection(
         [EmbeddingBagConfig(name=f"t{i}", num_embeddings=R, embedding_dim=D,
-                            feature_names=[keys[i]]) for i in range(T)],
-        fused_params={"optimizer": opt, "lr": lr, "eps": 1e-8})
-    for i in range(T):
-        ebc.embedding_bags[f"t{i}"].weight.array[...] = w0[i]
+                            feature_names=[keys[i]]) for i in range(T)], **ebc_kwargs)
     kjt = KeyedJaggedTensor.from_lengths_sync(
         keys, ember.from_numpy(np.concatenate(ids)), ember.from_numpy(lengths.reshape(-1)))
+    t_in = [(torch.from_numpy(i), torch.from_numpy(np.concatenate([[0], np.cumsum(n)[:-1]])))
+            for i, n in zip(ids, lengths)]
+    return ebc, kjt, t_in, w0
+
+
+def _pair(opt, torch_opt, lr=0.01):
+    import numpy as np
+    import torch
+
+    ebc, kjt, t_in, w0 = _ebc_setup(fused_params={"optimizer": opt, "lr": lr, "eps": 1e-8})
+    for i in range(T):
+        ebc.embedding_bags[f"t{i}"].weight.array[...] = w0[i]
     bags = torch.nn.ModuleList([torch.nn.EmbeddingBag(R, D, mode="sum", sparse=True)
                                 for _ in range(T)])
     with torch.no_grad():
         for i, b in enumerate(bags):
             b.weight.copy_(torch.from_numpy(w0[i]))
     topt = torch_opt(bags.parameters(), lr)
-    t_in = [(torch.from_numpy(i), torch.from_numpy(np.concatenate([[0], np.cumsum(n)[:-1]])))
-            for i, n in zip(ids, lengths)]
 
     def run_e():
         ebc(kjt).values().sum().backward()
@@ -105,23 +114,11 @@ def fused_adagrad():
 @suite.figure("EBC 26x100kx64 b2048 pf10: fwd+bwd, row-sparse grads", unit="ms", goal=1.0,
               number=1)
 def forward_backward():
-    import numpy as np
     import torch
 
-    import ember
-    from ember.rec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
-
-    lengths, ids, w0 = _data()
-    keys = [f"f{i}" for i in range(T)]
-    ebc = EmbeddingBagCollection([EmbeddingBagConfig(name=f"t{i}", num_embeddings=R,
-                                                     embedding_dim=D, feature_names=[keys[i]])
-                                  for i in range(T)])
-    kjt = KeyedJaggedTensor.from_lengths_sync(
-        keys, ember.from_numpy(np.concatenate(ids)), ember.from_numpy(lengths.reshape(-1)))
+    ebc, kjt, t_in, _ = _ebc_setup()
     bags = torch.nn.ModuleList([torch.nn.EmbeddingBag(R, D, mode="sum", sparse=True)
                                 for _ in range(T)])
-    t_in = [(torch.from_numpy(i), torch.from_numpy(np.concatenate([[0], np.cumsum(n)[:-1]])))
-            for i, n in zip(ids, lengths)]
 
     def run_e():
         ebc.zero_grad()
@@ -135,22 +132,12 @@ def forward_backward():
 
 @suite.figure("EBC 26x100kx64 b2048 pf10: fwd only (no grad)", unit="ms", goal=1.0)
 def forward_only():
-    import numpy as np
     import torch
 
     import ember
-    from ember.rec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
 
-    lengths, ids, w0 = _data()
-    keys = [f"f{i}" for i in range(T)]
-    ebc = EmbeddingBagCollection([EmbeddingBagConfig(name=f"t{i}", num_embeddings=R,
-                                                     embedding_dim=D, feature_names=[keys[i]])
-                                  for i in range(T)])
-    kjt = KeyedJaggedTensor.from_lengths_sync(
-        keys, ember.from_numpy(np.concatenate(ids)), ember.from_numpy(lengths.reshape(-1)))
+    ebc, kjt, t_in, _ = _ebc_setup()
     bags = [torch.nn.EmbeddingBag(R, D, mode="sum") for _ in range(T)]
-    t_in = [(torch.from_numpy(i), torch.from_numpy(np.concatenate([[0], np.cumsum(n)[:-1]])))
-            for i, n in zip(ids, lengths)]
 
     def run_e():
         with ember.no_grad():
@@ -238,15 +225,10 @@ def _dlrm_pair(fused_opt, torch_sparse_opt):
     import torch
 
     import ember
-    from ember.rec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
     from ember.rec.models import DLRM
 
     bottom, top = [512, 256, D], [512, 256, 1]
-    lengths, ids, w0 = _data()
-    keys = [f"f{i}" for i in range(T)]
-    ebc = EmbeddingBagCollection(
-        [EmbeddingBagConfig(name=f"t{i}", num_embeddings=R, embedding_dim=D,
-                            feature_names=[keys[i]]) for i in range(T)],
+    ebc, kjt, t_in, w0 = _ebc_setup(
         fused_params={"optimizer": fused_opt, "lr": 1e-3, "eps": 1e-8})
     for i in range(T):
         ebc.embedding_bags[f"t{i}"].weight.array[...] = w0[i]
@@ -255,14 +237,10 @@ def _dlrm_pair(fused_opt, torch_sparse_opt):
     rng = np.random.default_rng(1)
     dense = rng.standard_normal((BATCH, 13)).astype(np.float32)
     labels = rng.integers(0, 2, BATCH).astype(np.float32)
-    kjt = KeyedJaggedTensor.from_lengths_sync(
-        keys, ember.from_numpy(np.concatenate(ids)), ember.from_numpy(lengths.reshape(-1)))
     e_dense, e_labels = ember.from_numpy(dense), ember.from_numpy(labels)
     dense_params = [p for n, p in model.named_parameters() if "embedding_bags" not in n]
     e_opt = ember.optim.Adam(dense_params, lr=1e-3)
     e_loss = ember.nn.BCEWithLogitsLoss()
-    t_in = [(torch.from_numpy(i), torch.from_numpy(np.concatenate([[0], np.cumsum(n)[:-1]])))
-            for i, n in zip(ids, lengths)]
     t_dense, t_labels = torch.from_numpy(dense), torch.from_numpy(labels)
     t_opt = torch.optim.Adam([p for n, p in twin.named_parameters() if "bags" not in n], lr=1e-3)
     t_sparse = torch_sparse_opt(list(twin.bags.parameters()))
